@@ -1,0 +1,100 @@
+"""Compare the unpatched model, uniform scalings, saved factors and curve genomes by gold position.
+
+    python -m lpes_framework.evaluate task=kv_retrieval pos=rope methods.uniform=[1.25,1.5]
+
+Writes ``results.json`` and ``by_position.png`` into the Hydra run directory and prints a table
+(rows: methods; columns: gold positions; cells: exact match % and mean gold log-prob).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from .cli import build_tasks, one_line_errors, plain, set_threads
+from .curves import build_curve
+from .errors import LpesError
+from .evaluator import Evaluator, Scores, scores_to_json
+from .export import load_factors, write_json_atomic
+from .models import load_model, peek_layers
+from .plots import plot_by_position
+from .position import build_scheme, validate_factors
+
+
+def format_table(methods: dict[str, Scores]) -> str:
+    """Rows are methods, columns gold positions; each cell is 'accuracy% / log-prob' (perplexity for ppl tasks)."""
+    lines = []
+    for task in next(iter(methods.values())):
+        positions = list(next(iter(methods.values()))[task])
+        width = max(len(m) for m in methods) + 2
+        lines.append(f"[{task}] " + "acc% / logprob by gold position")
+        lines.append("method".ljust(width) + "".join(f"{p:>16}" for p in positions))
+        for name, scores in methods.items():
+            cells = []
+            for p in positions:
+                s = scores[task][p]
+                cells.append(f"ppl {s.perplexity:8.2f}" if p == "all" else f"{100 * s.accuracy:5.1f} / {s.logprob:7.3f}")
+            lines.append(name.ljust(width) + "".join(f"{c:>16}" for c in cells))
+    return "\n".join(lines)
+
+
+def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[float] | None, dict]]:
+    """name -> (factors or None for unpatched, scheme config); all checked before the model loads."""
+    methods: dict[str, tuple[list[float] | None, dict]] = {}
+    m = cfg.methods
+    if m.baseline:
+        methods["unpatched"] = (None, scheme_cfg)
+    for s in m.uniform or []:
+        methods[f"uniform {scheme_cfg['name']} {float(s):g}"] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
+    for path in m.factors_files or []:
+        record = load_factors(path)
+        methods[f"file {Path(path).parent.name or path}"] = (validate_factors(record["factors"], n_layers), record["scheme"])
+    if m.genomes:
+        curve = build_curve(plain(cfg.curve), n_layers)
+        for name, genome in m.genomes.items():
+            methods[f"{curve.name} {name}"] = (curve.factors(list(genome)).tolist(), scheme_cfg)
+    if not methods:
+        raise LpesError("no methods to evaluate: enable methods.baseline or give uniform/factors_files/genomes")
+    return methods
+
+
+def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
+    set_threads(cfg.get("threads"))
+    scheme_cfg = plain(cfg.pos)
+    build_scheme(scheme_cfg)
+    tasks = build_tasks(cfg)
+    methods = plan_methods(cfg, scheme_cfg, peek_layers(cfg.model))
+    model, tokenizer, info = load_model(cfg.model)
+    print(info.line())
+    evaluator = Evaluator(model, tokenizer, tasks, split=cfg.split, trained_context=info.trained_context,
+                          batch_size=cfg.batch_size, scoring=cfg.scoring,
+                          allow_beyond_trained=cfg.allow_beyond_trained)
+    results: dict[str, Scores] = {}
+    for name, (factors, scheme) in methods.items():
+        results[name] = evaluator.run(factors, build_scheme(scheme), desc=name)
+    table = format_table(results)
+    print(table)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"model": info.as_dict(), "split": cfg.split, "scoring": cfg.scoring,
+               "tasks": {k: t.describe() for k, t in tasks.items()},
+               "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}
+                           for name, (f, s) in methods.items()}}
+    write_json_atomic(out_dir / "results.json", payload)
+    plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
+    (out_dir / "table.txt").write_text(table + "\n")
+    print(f"wrote {out_dir / 'results.json'} and {out_dir / 'by_position.png'}")
+    return payload
+
+
+@hydra.main(config_path="pkg://lpes_framework.conf", config_name="evaluate", version_base="1.3")
+@one_line_errors
+def main(cfg: DictConfig) -> None:
+    run_evaluate(cfg, Path(HydraConfig.get().runtime.output_dir))
+
+
+if __name__ == "__main__":
+    main()

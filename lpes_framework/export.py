@@ -1,0 +1,76 @@
+"""The factors file (``best_factors.json``), and applying it to a model for inference.
+
+Schema ``lpes.factors`` version 1 (a JSON object)::
+
+    schema:   "lpes.factors"           version: 1
+    model:    {name, architecture, n_layers, ...}   what the factors were searched on
+    scheme:   {name, **options}        position scheme config (rope | pi | ntk | yarn | a plugin's)
+    curve:    {name, n_genes, low, high, monotone} or null
+    genome:   [float, ...] or null     the curve's genes
+    factors:  [float, ...]             one factor per decoder layer (what inference uses)
+    metrics:  {...}                    free-form: scores of the search and the held-out test
+
+``apply_factors_file(model, path)`` is the one-line way to use a result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import LpesError
+from .position import LayerScaling, apply_layer_scaling, build_scheme
+
+SCHEMA = "lpes.factors"
+VERSION = 1
+
+
+def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = None, genome=None,
+                   metrics: dict | None = None) -> dict:
+    return {"schema": SCHEMA, "version": VERSION, "model": model, "scheme": dict(scheme),
+            "curve": curve, "genome": None if genome is None else [float(g) for g in genome],
+            "factors": [float(f) for f in factors], "metrics": metrics or {}}
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
+def validate_record(record: Any, source: str) -> dict:
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+        raise LpesError(f"{source}: not an lpes factors file (schema '{SCHEMA}' missing)")
+    if record.get("version") != VERSION:
+        raise LpesError(f"{source}: factors schema version {record.get('version')} is not supported (want {VERSION})")
+    factors = record.get("factors")
+    if not isinstance(factors, list) or not factors or not all(isinstance(f, (int, float)) for f in factors):
+        raise LpesError(f"{source}: 'factors' must be a non-empty list of numbers")
+    if not all(math.isfinite(f) and f > 0 for f in factors):
+        raise LpesError(f"{source}: factors must be finite and > 0")
+    if not isinstance(record.get("scheme"), dict) or "name" not in record["scheme"]:
+        raise LpesError(f"{source}: 'scheme' must be an object with a 'name'")
+    return record
+
+
+def load_factors(path: str | os.PathLike) -> dict:
+    p = Path(path)
+    try:
+        record = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise LpesError(f"factors file not found: {p}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LpesError(f"{p}: corrupted factors file ({exc})") from exc
+    return validate_record(record, str(p))
+
+
+def apply_record(model, record: dict) -> LayerScaling:
+    return apply_layer_scaling(model, record["factors"], build_scheme(record["scheme"]))
+
+
+def apply_factors_file(model, path: str | os.PathLike) -> LayerScaling:
+    """Patch ``model`` with a saved search result; returns the removable handle."""
+    return apply_record(model, load_factors(path))

@@ -1,0 +1,244 @@
+"""Load the model to patch: an embedded GGUF shipped in a pip package, a hub id, a local directory,
+or a tiny randomly initialised model (for tests and smoke runs).
+
+GGUF files are de-quantised by transformers on every load (about 30 s for SmolLM2 on 2 cores); the
+result is cached once as safetensors under ``$LPES_CACHE`` (default ``~/.cache/lpes_framework``) so
+later loads take a second. Nothing here touches the network unless a hub id is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+from .errors import LpesError
+
+_DTYPES = {"float32", "bfloat16", "float16", "auto"}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    architecture: str
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    rope_theta: float | None
+    rope_type: str
+    trained_context: int
+
+    def line(self) -> str:
+        return (f"{self.name}: {self.architecture}, {self.n_layers} layers, {self.n_heads} heads "
+                f"({self.n_kv_heads} kv), head_dim {self.head_dim}, rope theta {self.rope_theta} "
+                f"({self.rope_type}), trained context {self.trained_context}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("LPES_CACHE", Path.home() / ".cache" / "lpes_framework"))
+
+
+def _installed_file(ref: str) -> Path:
+    """'distribution:relative/path' -> absolute path inside that installed distribution."""
+    dist_name, _, rel = ref.partition(":")
+    try:
+        dist = metadata.distribution(dist_name)
+    except metadata.PackageNotFoundError:
+        raise LpesError(f"embedded model package '{dist_name}' is not installed (run `make install`)") from None
+    path = Path(dist.locate_file(rel))
+    if not path.is_file():
+        raise LpesError(f"'{rel}' is missing from the installed package '{dist_name}'")
+    return path
+
+
+def embedded_gguf(parts: list[str], filename: str) -> Path:
+    """The GGUF behind an embedded model; split files are joined once into the cache."""
+    paths = [_installed_file(p) for p in parts]
+    if len(paths) == 1:
+        return paths[0]
+    target = cache_dir() / "gguf" / filename
+    expected = sum(p.stat().st_size for p in paths)
+    if not target.is_file() or target.stat().st_size != expected:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".part")
+        with open(tmp, "wb") as out:
+            for p in paths:
+                with open(p, "rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 24)
+        os.replace(tmp, target)
+    return target
+
+
+def _converted(gguf_dir: str, gguf_file: str, part: str) -> Path:
+    """Cache folder for the tokenizer or model converted from one GGUF file (keyed by path, size, mtime)."""
+    gguf = Path(gguf_dir) / gguf_file
+    stat = gguf.stat()
+    tag = hashlib.sha1(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+    return cache_dir() / "converted" / f"{gguf.stem}-{tag}" / part
+
+
+def save_dequantised(model, path) -> None:
+    """``save_pretrained`` for a model loaded from GGUF: its weights are already plain tensors, but the
+    GGUF quantizer marks it unsaveable, so the marker is dropped for the duration of the save."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    had_config = hasattr(model.config, "quantization_config")
+    qconfig = getattr(model.config, "quantization_config", None)
+    try:
+        model.hf_quantizer = None
+        if had_config:
+            del model.config.quantization_config
+        model.save_pretrained(path)
+    finally:
+        model.hf_quantizer = quantizer
+        if had_config:
+            model.config.quantization_config = qconfig
+
+
+def _save_atomically(obj, target: Path) -> None:
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    if hasattr(obj, "hf_quantizer"):
+        save_dequantised(obj, tmp)
+    else:
+        obj.save_pretrained(tmp)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+
+
+def resolve_source(cfg) -> tuple[str, str | None]:
+    """(directory or hub id, gguf file name or None) for a model config."""
+    if cfg.get("name_or_path"):
+        return str(cfg.name_or_path), cfg.get("gguf_file")
+    embedded = cfg.get("embedded")
+    if not embedded:
+        raise LpesError(f"model '{cfg.get('name')}' has neither name_or_path nor embedded files")
+    path = embedded_gguf(list(embedded.parts), embedded.filename)
+    return str(path.parent), path.name
+
+
+def _check_config(config, name: str) -> None:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    params = getattr(text, "rope_parameters", None)
+    if not params:
+        archs = getattr(config, "architectures", None) or [config.model_type]
+        raise LpesError(f"model '{name}' ({archs[0]}) has no rotary position embeddings; lpes patches RoPE models only")
+
+
+def _resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise LpesError(f"device '{device}' asked for but CUDA is not available")
+    return device
+
+
+def _validate(cfg) -> None:
+    if cfg.get("dtype", "float32") not in _DTYPES:
+        raise LpesError(f"model.dtype '{cfg.dtype}' is not one of {sorted(_DTYPES)}")
+    if cfg.get("attn_implementation", "sdpa") not in {"sdpa", "eager"}:
+        raise LpesError(f"model.attn_implementation '{cfg.attn_implementation}' is not sdpa or eager")
+
+
+def _random_model(cfg, tokenizer):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    options = dict(cfg.random)
+    model_type = options.pop("model_type")
+    seed = options.pop("seed", 0)
+    config = AutoConfig.for_model(model_type, vocab_size=len(tokenizer), **options)
+    config._attn_implementation = cfg.get("attn_implementation", "sdpa")
+    _check_config(config, cfg.name)
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(config, dtype=getattr(torch, cfg.get("dtype", "float32")))
+
+
+def load_tokenizer(cfg):
+    from transformers import AutoTokenizer
+
+    source, gguf_file = resolve_source(cfg)
+    cached = _converted(source, gguf_file, "tokenizer") if gguf_file else None
+    if cached is not None and cached.is_dir():
+        return AutoTokenizer.from_pretrained(cached)
+    tok = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file,
+                                        trust_remote_code=bool(cfg.get("trust_remote_code", False)))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    if cached is not None:
+        _save_atomically(tok, cached)
+    return tok
+
+
+def load_model(cfg):
+    """(model in eval mode, tokenizer, ModelInfo) for a ``model`` config group."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    _validate(cfg)
+    device = _resolve_device(cfg.get("device", "cpu"))
+    tokenizer = load_tokenizer(cfg)
+    if cfg.get("random"):
+        model = _random_model(cfg, tokenizer)
+    else:
+        source, gguf_file = resolve_source(cfg)
+        remote = bool(cfg.get("trust_remote_code", False))
+        cached = _converted(source, gguf_file, "model") if gguf_file else None
+        if cached is not None and cached.is_dir():
+            source, gguf_file = str(cached), None
+        config = AutoConfig.from_pretrained(source, gguf_file=gguf_file, trust_remote_code=remote)
+        _check_config(config, cfg.get("name", source))
+        dtype = cfg.get("dtype", "float32")
+        model = AutoModelForCausalLM.from_pretrained(
+            source, gguf_file=gguf_file, config=config, trust_remote_code=remote,
+            dtype=dtype if dtype == "auto" else getattr(torch, dtype),
+            attn_implementation=cfg.get("attn_implementation", "sdpa"),
+        )
+        if cached is not None and gguf_file:
+            _save_atomically(model, cached)
+    model.to(device).eval()
+    return model, tokenizer, describe(model, cfg.get("name", "model"))
+
+
+def describe(model, name: str) -> ModelInfo:
+    from .position import rope_layout
+
+    _, layers, specs = rope_layout(model)  # refuses models the patch cannot handle
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    params = config.rope_parameters
+    if "rope_theta" not in params:  # per-layer-type parameters (Gemma3): report the global layers'
+        params = params.get("full_attention", next(iter(params.values())))
+    n_heads = config.num_attention_heads
+    return ModelInfo(
+        name=name,
+        architecture=type(model).__name__,
+        n_layers=len(layers),
+        n_heads=n_heads,
+        n_kv_heads=getattr(config, "num_key_value_heads", None) or n_heads,
+        head_dim=getattr(config, "head_dim", None) or config.hidden_size // n_heads,
+        rope_theta=params.get("rope_theta"),
+        rope_type=params.get("rope_type", "default"),
+        trained_context=max(s.max_position for s in specs),
+    )
+
+
+def peek_layers(cfg) -> int:
+    """Decoder layer count from the config alone (no weights), to check factor counts early."""
+    if cfg.get("random"):
+        return int(cfg.random.num_hidden_layers)
+    from transformers import AutoConfig
+
+    source, gguf_file = resolve_source(cfg)
+    if gguf_file and _converted(source, gguf_file, "model").is_dir():
+        source, gguf_file = str(_converted(source, gguf_file, "model")), None
+    config = AutoConfig.from_pretrained(source, gguf_file=gguf_file, trust_remote_code=bool(cfg.get("trust_remote_code", False)))
+    _check_config(config, cfg.get("name", source))
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return int(text.num_hidden_layers)

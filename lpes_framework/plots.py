@@ -1,0 +1,75 @@
+"""PNG plots the commands write (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .evaluator import Scores  # noqa: E402
+
+
+def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "") -> Path:
+    """Accuracy (with 95% CI) and mean gold log-prob against gold position; one line per method."""
+    tasks = list(next(iter(methods.values())))
+    fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False)
+    for col, task in enumerate(tasks):
+        for method, scores in methods.items():
+            per_pos = scores[task]
+            xs = list(per_pos)
+            x = [float(p) if p.lstrip("-").isdigit() else i for i, p in enumerate(xs)]
+            acc = [per_pos[p].accuracy for p in xs]
+            err = [[a - per_pos[p].ci_low for a, p in zip(acc, xs)], [per_pos[p].ci_high - a for a, p in zip(acc, xs)]]
+            axes[0][col].errorbar(x, acc, yerr=err, marker="o", capsize=3, label=method)
+            axes[1][col].plot(x, [per_pos[p].logprob for p in xs], marker="o", label=method)
+        axes[0][col].set(title=f"{task}: exact match", ylabel="accuracy", ylim=(-0.05, 1.05))
+        axes[1][col].set(title=f"{task}: gold answer log-prob", xlabel="gold position", ylabel="mean log-prob / token")
+        axes[0][col].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_factors(curves: Mapping[str, Sequence[float]], path: Path, title: str = "factor per layer") -> Path:
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for name, factors in curves.items():
+        ax.plot(range(len(factors)), factors, marker=".", label=name)
+    ax.set(xlabel="decoder layer", ylabel="RoPE scaling factor s_l", title=title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_progress(best: Sequence[float], mean: Sequence[float], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(best, marker="o", label="best so far")
+    ax.plot(mean, marker=".", label="generation mean")
+    ax.set(xlabel="generation", ylabel="fitness", title="search progress")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_pareto(points: Sequence[tuple[float, float]], front: Sequence[tuple[float, float]], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if points:
+        ax.scatter(*zip(*points), s=12, alpha=0.4, label="evaluated")
+    if front:
+        ax.plot(*zip(*sorted(front)), "o-", color="C3", label="Pareto front")
+    ax.set(xlabel="perplexity (lower is better)", ylabel="retrieval score (higher is better)", title="NSGA-II")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,158 @@
+"""Install per-layer RoPE factors on a loaded transformers model, and take them off again.
+
+Transformers 5.x computes ``position_embeddings = (cos, sin)`` once per forward and passes it to every
+decoder layer as a keyword argument. A forward pre-hook on each decoder layer swaps in the cos/sin of
+that layer's factor, computed with the same formula as the model's rotary module. Nothing else changes:
+no attention class is touched, SDPA and eager attention both read the swapped tables, and the KV cache
+stores keys already rotated, so ``generate()`` keeps working. Layers whose scheme returns the model's
+own frequencies keep the model's own tables, which makes an all-ones schedule bit-identical.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Sequence
+
+import torch
+
+from ..errors import LpesError
+from .schemes import RopeSpec, Scheme
+
+# These rope types recompute their frequencies from the running length inside the rotary module; a
+# static copy of them would silently be wrong, so they are refused rather than patched.
+_RUNTIME_ROPE_TYPES = {"dynamic", "longrope"}
+
+
+def _arch(model) -> str:
+    return type(model).__name__
+
+
+def _rope_params(config, layer_type: str | None) -> dict:
+    params = getattr(config, "rope_parameters", None) or {}
+    if layer_type is not None and layer_type in params:
+        params = params[layer_type]
+    return params
+
+
+def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list[RopeSpec]]:
+    """(decoder, its layers, one RopeSpec per layer) or a one-line error naming the architecture."""
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
+    rotary = getattr(decoder, "rotary_emb", None)
+    layers = getattr(decoder, "layers", None)
+    if rotary is None or layers is None:
+        raise LpesError(f"{_arch(model)} has no rotary position embedding (RoPE) module; lpes patches RoPE models only")
+    if "position_embeddings" not in inspect.signature(layers[0].forward).parameters:
+        raise LpesError(f"{_arch(model)}: decoder layers take no position_embeddings argument; architecture not supported")
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    layer_types = getattr(config, "layer_types", None) if hasattr(rotary, "layer_types") else None
+    specs: dict[str, RopeSpec] = {}
+    out = []
+    for idx in range(len(layers)):
+        key = layer_types[idx] if layer_types else "default"
+        if key not in specs:
+            params = _rope_params(config, key if layer_types else None)
+            rope_type = params.get("rope_type", "default")
+            if rope_type in _RUNTIME_ROPE_TYPES:
+                raise LpesError(f"{_arch(model)}: rope_type '{rope_type}' changes frequencies at run time; "
+                                "lpes composes with static rope types (default, linear, llama3, yarn)")
+            prefix = f"{key}_" if layer_types else ""
+            inv_freq = getattr(rotary, f"{prefix}original_inv_freq", None)
+            if inv_freq is None:
+                inv_freq = getattr(rotary, f"{prefix}inv_freq")
+            max_position = params.get("original_max_position_embeddings") or config.max_position_embeddings
+            specs[key] = RopeSpec(
+                inv_freq=inv_freq.detach().float().cpu(),
+                attention_scaling=float(getattr(rotary, f"{prefix}attention_scaling")),
+                max_position=int(max_position),
+                key=key,
+            )
+        out.append(specs[key])
+    return decoder, layers, out
+
+
+def validate_factors(factors: Sequence[float], n_layers: int) -> list[float]:
+    values = [float(f) for f in factors]
+    if len(values) != n_layers:
+        raise LpesError(f"got {len(values)} factors for a model with {n_layers} decoder layers")
+    bad = [(i, f) for i, f in enumerate(values) if not math.isfinite(f) or f <= 0]
+    if bad:
+        i, f = bad[0]
+        raise LpesError(f"factor for layer {i} is {f}; factors must be finite and > 0")
+    return values
+
+
+class LayerScaling:
+    """Handle of an installed patch: ``remove()`` it, or use it as a context manager."""
+
+    def __init__(self, model, factors: Sequence[float], scheme: Scheme):
+        decoder, layers, specs = rope_layout(model)
+        self.factors = validate_factors(factors, len(layers))
+        self.scheme = scheme
+        self._specs = specs
+        self._tables: dict[tuple[str, float], tuple | None] = {}
+        self._seq_len: int | None = None
+        self._handles = [
+            decoder.register_forward_pre_hook(self._reset),
+            decoder.register_forward_hook(self._reset_after),
+        ]
+        for idx, layer in enumerate(layers):
+            self._handles.append(layer.register_forward_pre_hook(self._layer_hook(idx), with_kwargs=True))
+
+    def _reset(self, module, args):
+        self._tables.clear()
+        self._seq_len = None
+
+    def _reset_after(self, module, args, output):
+        self._reset(module, args)  # free the tables between forwards
+
+    def _layer_hook(self, idx: int):
+        def hook(module, args, kwargs):
+            position_ids = kwargs.get("position_ids")
+            own = kwargs.get("position_embeddings")
+            if position_ids is None or own is None:
+                raise LpesError(f"decoder layer {idx} was called without position_ids/position_embeddings keywords")
+            table = self._table(idx, position_ids, own)
+            if table is None:
+                return None
+            kwargs["position_embeddings"] = table
+            return args, kwargs
+
+        return hook
+
+    def _table(self, idx: int, position_ids: torch.Tensor, own: tuple[torch.Tensor, torch.Tensor]):
+        spec, factor = self._specs[idx], self.factors[idx]
+        key = (spec.key, factor)
+        if key not in self._tables:
+            if self._seq_len is None:
+                self._seq_len = int(position_ids.max()) + 1
+            inv_freq, scaling = self.scheme(spec, factor, self._seq_len)
+            if torch.equal(inv_freq, spec.inv_freq) and scaling == spec.attention_scaling:
+                self._tables[key] = None
+            else:
+                self._tables[key] = rotary_tables(position_ids, inv_freq, scaling, own[0].dtype)
+        return self._tables[key]
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._tables.clear()
+
+    def __enter__(self) -> "LayerScaling":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype):
+    """cos/sin exactly as transformers' rotary modules compute them, for the given frequencies."""
+    freqs = position_ids[..., None].float() * inv_freq.to(device=position_ids.device, dtype=torch.float)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return (emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)
+
+
+def apply_layer_scaling(model, factors: Sequence[float], scheme: Scheme) -> LayerScaling:
+    """Give decoder layer l the RoPE factor ``factors[l]`` under ``scheme``; returns a removable handle."""
+    return LayerScaling(model, factors, scheme)

@@ -1,0 +1,142 @@
+"""Position schemes: pure functions (rope spec, layer factor, sequence length) -> (inv_freq, attention scaling).
+
+Every scheme turns the model's own RoPE frequencies ``inv_freq`` (one per rotary dimension pair) into
+the frequencies one decoder layer uses. Dividing ``inv_freq`` by ``s`` is the same as showing the layer
+positions ``m / s``. Each scheme computes a per-dimension factor ``f_d``; the shared wavelength ramp
+``r_d`` in [0, 1] then decides how much of it each dimension takes::
+
+    inv_freq'_d = inv_freq_d / (1 + (f_d - 1) * r_d)
+
+``r_d = 1`` everywhere (the default) scales every dimension. With ``wavelength_low`` set, dimensions
+whose wavelength ``2*pi / inv_freq_d`` is at most ``wavelength_low`` tokens stay untouched (they encode
+local order; scaling them is what wrecks small models), dimensions at or above ``wavelength_high``
+take the full factor, and the ones between follow a linear ramp (YaRN's "by parts" idea, in tokens).
+Without ``wavelength_high`` the ramp is a step at ``wavelength_low``. A factor of exactly 1 returns the
+model's frequencies unchanged, so an all-ones schedule is bit-identical to the unpatched model.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+import torch
+
+from ..errors import LpesError
+from ..registry import Registry
+
+
+@dataclass(frozen=True, eq=False)
+class RopeSpec:
+    """What a scheme needs to know about one layer's RoPE (read off the model by ``patch.rope_layout``)."""
+
+    inv_freq: torch.Tensor  # the model's own frequencies, float32, shape (rotary_dim / 2,)
+    attention_scaling: float  # the model's own cos/sin multiplier (1.0 for plain RoPE)
+    max_position: int  # trained context length
+    key: str = "default"  # layer type: Gemma3 has 'sliding_attention' and 'full_attention'
+
+
+Scheme = Callable[[RopeSpec, float, int], "tuple[torch.Tensor, float]"]
+SCHEMES: Registry[Callable[..., tuple[torch.Tensor, float]]] = Registry("position scheme", "lpes_framework.schemes")
+
+
+def wavelength_ramp(inv_freq: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    """Share of the factor each dimension takes: 0 below ``low`` tokens of wavelength, 1 above ``high``."""
+    if low is None:
+        if high is not None:
+            raise LpesError("wavelength_high needs wavelength_low")
+        return torch.ones_like(inv_freq)
+    if low <= 0 or (high is not None and high < low):
+        raise LpesError(f"need 0 < wavelength_low <= wavelength_high, got {low}, {high}")
+    wavelength = 2 * math.pi / inv_freq
+    if high is None or high == low:
+        return (wavelength > low).to(inv_freq.dtype)
+    return ((wavelength - low) / (high - low)).clamp(0.0, 1.0)
+
+
+def _scaled(spec: RopeSpec, per_dim: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    ramp = wavelength_ramp(spec.inv_freq, low, high)
+    return spec.inv_freq / (1 + (per_dim - 1) * ramp)
+
+
+def _check_factor(factor: float) -> None:
+    if not math.isfinite(factor) or factor <= 0:
+        raise LpesError(f"scaling factors must be finite and > 0, got {factor}")
+
+
+@SCHEMES.register("rope")
+def rope(spec: RopeSpec, factor: float, seq_len: int, *, wavelength_low=None, wavelength_high=None):
+    """Plain RoPE with the layer factor: layer sees positions m / factor."""
+    return pi(spec, factor, seq_len, global_factor=1.0, wavelength_low=wavelength_low, wavelength_high=wavelength_high)
+
+
+@SCHEMES.register("pi")
+def pi(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, wavelength_low=None, wavelength_high=None):
+    """Position interpolation: positions / (global_factor * layer factor). global_factor extends the context."""
+    _check_factor(factor)
+    _check_factor(global_factor)
+    total = global_factor * factor
+    if total == 1.0:
+        return spec.inv_freq, spec.attention_scaling
+    per_dim = torch.full_like(spec.inv_freq, total)
+    return _scaled(spec, per_dim, wavelength_low, wavelength_high), spec.attention_scaling
+
+
+def ntk_alpha(factor: float, seq_len: int, max_position: int) -> float:
+    """Per-layer NTK scale: the layer factor inside the trained window, the dynamic rule beyond it.
+
+    Transformers' dynamic NTK uses ``factor * L / L_train - (factor - 1)`` once ``L > L_train`` and does
+    nothing inside the window. Here the layer factor acts everywhere; the dynamic term takes over once
+    it exceeds the factor, so the scale is continuous in L and equals the reference rule far out.
+    """
+    dynamic = factor * seq_len / max_position - (factor - 1)
+    return max(factor, dynamic)
+
+
+@SCHEMES.register("ntk")
+def ntk(spec: RopeSpec, factor: float, seq_len: int, *, wavelength_low=None, wavelength_high=None):
+    """Dynamic NTK with a per-layer base: base_l = base * alpha^(d / (d - 2)).
+
+    In frequency terms dimension i (of d/2) is divided by alpha^(2i / (d - 2)): the highest frequency is
+    untouched and the lowest is divided by alpha, which is why NTK degrades local order less than PI.
+    """
+    _check_factor(factor)
+    alpha = ntk_alpha(factor, seq_len, spec.max_position)
+    if alpha == 1.0:
+        return spec.inv_freq, spec.attention_scaling
+    half = spec.inv_freq.numel()
+    exponent = torch.arange(half, dtype=torch.float32) * 2 / max(2 * half - 2, 1)
+    per_dim = torch.tensor(alpha, dtype=torch.float64).pow(exponent.double()).float()
+    return _scaled(spec, per_dim, wavelength_low, wavelength_high), spec.attention_scaling
+
+
+@SCHEMES.register("yarn")
+def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta_fast=32.0, beta_slow=1.0,
+         attention_factor=None):
+    """YaRN by parts: the ramp runs between L_train / beta_fast and L_train / beta_slow tokens of wavelength,
+    and cos/sin are multiplied by 0.1 * ln(s) + 1 (s = global_factor * layer factor, s > 1)."""
+    if not 0 < beta_slow < beta_fast:
+        raise LpesError(f"yarn needs 0 < beta_slow < beta_fast, got {beta_slow}, {beta_fast}")
+    inv_freq, _ = pi(spec, factor, seq_len, global_factor=global_factor,
+                     wavelength_low=spec.max_position / beta_fast, wavelength_high=spec.max_position / beta_slow)
+    total = global_factor * factor
+    if attention_factor is None:
+        attention_factor = 0.1 * math.log(total) + 1.0 if total > 1 else 1.0
+    return inv_freq, spec.attention_scaling * attention_factor
+
+
+def build_scheme(cfg) -> Scheme:
+    """A scheme with its options bound, from ``{name: ..., **options}``; options are checked now."""
+    options = {k: v for k, v in dict(cfg).items() if k != "name"}
+    fn = SCHEMES.get(cfg["name"])
+    try:
+        inspect.signature(fn).bind(None, 1.0, 1, **options)
+    except TypeError as exc:
+        raise LpesError(f"position scheme '{cfg['name']}': {exc}") from exc
+    scheme = partial(fn, **options)
+    # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
+    scheme(RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16), 1.5, 8)
+    return scheme

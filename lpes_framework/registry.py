@@ -1,0 +1,75 @@
+"""One generic registry per plugin kind, with lazy third-party entry points.
+
+A registry maps a name to a factory. Built-in entries register with the decorator; installed packages
+contribute entries through the ``importlib.metadata`` entry point group named after the registry
+(e.g. ``lpes_framework.curves``). Entry points are only imported when their name is asked for, so a
+broken plugin never breaks the others, and its failure is reported as one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from importlib import metadata
+from typing import Any, Callable, Generic, TypeVar
+
+from .errors import LpesError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, group: str):
+        self.kind = kind
+        self.group = group
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def add(obj: T) -> T:
+            if name in self._entries:
+                raise LpesError(f"{self.kind} '{name}' is registered twice")
+            self._entries[name] = obj
+            return obj
+
+        return add
+
+    def _entry_points(self) -> dict[str, metadata.EntryPoint]:
+        return {ep.name: ep for ep in metadata.entry_points(group=self.group)}
+
+    def names(self) -> list[str]:
+        return sorted(set(self._entries) | set(self._entry_points()))
+
+    def plugins(self) -> dict[str, str]:
+        """Installed third-party entries: name -> 'module:attr (distribution)'."""
+        out = {}
+        for name, ep in self._entry_points().items():
+            dist = ep.dist.name if ep.dist is not None else "?"
+            out[name] = f"{ep.value} ({dist})"
+        return out
+
+    def get(self, name: str) -> T:
+        if name in self._entries:
+            return self._entries[name]
+        ep = self._entry_points().get(name)
+        if ep is None:
+            valid = self.names()
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise LpesError(f"unknown {self.kind} '{name}'{hint}; valid: {', '.join(valid)}")
+        try:
+            obj = ep.load()
+        except Exception as exc:  # any import-time failure of a third-party package
+            raise LpesError(
+                f"{self.kind} plugin '{name}' ({ep.value}) failed to import: {type(exc).__name__}: {exc}"
+            ) from exc
+        self._entries[name] = obj
+        return obj
+
+    def build(self, cfg: Any) -> Any:
+        """Instantiate from a config mapping ``{name: ..., **options}``."""
+        options = dict(cfg)
+        name = options.pop("name")
+        factory = self.get(name)
+        try:
+            return factory(**options)
+        except TypeError as exc:
+            raise LpesError(f"{self.kind} '{name}': {exc}") from exc

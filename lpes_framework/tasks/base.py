@@ -1,0 +1,105 @@
+"""What every task is: a deterministic generator of scored samples, labelled by gold position.
+
+A sample is a prompt and the gold answer that should follow it. Samples are produced from a seed and a
+split; the ``search`` and ``test`` splits are disjoint by construction: sample ``j`` of a split comes
+from stream index ``2 * j + split`` (or, for files, from even vs odd records), so no stream index is
+ever shared. Tasks that move one fact through the context (key-value retrieval, needles, documents)
+build each context once and place the gold item at every gold position, so positions are compared
+on the same material.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import LpesError
+from ..registry import Registry
+
+SPLITS = ("search", "test")
+TASKS: Registry = Registry("task", "lpes_framework.tasks")
+
+
+@dataclass(frozen=True)
+class Sample:
+    prompt: str  # user-visible prompt, before any chat template
+    answer: str  # gold continuation that is scored
+    position: int | str  # gold position label (an index, a depth in percent, or 'all')
+    prefix: str = ""  # text the answer turn starts with (not scored), e.g. an opening quote
+    alternatives: tuple[str, ...] = ()  # other accepted answers (generation scoring)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Token ids of prompt + answer; the answer is ids[answer_start:]."""
+
+    ids: list[int]
+    answer_start: int
+    sample: Sample = field(compare=False)
+
+
+def split_index(split: str) -> int:
+    if split not in SPLITS:
+        raise LpesError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")
+    return SPLITS.index(split)
+
+
+def rng_for(seed: int, split: str, j: int) -> np.random.Generator:
+    return np.random.default_rng([seed, 2 * j + split_index(split)])
+
+
+class Task:
+    """Base class: subclasses set ``name`` and implement ``samples``."""
+
+    name = "task"
+    # retrieval tasks report accuracy; perplexity reports exp(-mean log-prob)
+    metric = "accuracy"
+
+    def __init__(self, *, seed: int = 0, samples_per_position: int = 10, chat_template: str | bool = "auto",
+                 max_new_tokens: int = 48, weight: float = 1.0):
+        if samples_per_position < 1:
+            raise LpesError(f"{self.name}: samples_per_position must be >= 1, got {samples_per_position}")
+        self.seed = seed
+        self.samples_per_position = samples_per_position
+        self.chat_template = chat_template
+        self.max_new_tokens = max_new_tokens
+        self.weight = weight
+
+    @property
+    def positions(self) -> list:
+        raise NotImplementedError
+
+    def samples(self, split: str, tokenizer) -> list[Sample]:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Everything that changes the samples: part of the evaluation cache key."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")} | {"name": self.name}
+
+    def encode(self, split: str, tokenizer) -> list[Encoded]:
+        use_chat = self.chat_template is True or (
+            self.chat_template == "auto" and getattr(tokenizer, "chat_template", None) is not None)
+        return [encode_sample(s, tokenizer, use_chat) for s in self.samples(split, tokenizer)]
+
+
+def encode_sample(sample: Sample, tokenizer, use_chat: bool) -> Encoded:
+    """Tokenise prompt and answer separately so the answer span is exact."""
+    if use_chat:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": sample.prompt}], tokenize=False,
+                                             add_generation_prompt=True)
+    else:
+        text = sample.prompt
+    prompt_ids = tokenizer(text + sample.prefix, add_special_tokens=not use_chat)["input_ids"]
+    answer_ids = tokenizer(sample.answer, add_special_tokens=False)["input_ids"]
+    if not answer_ids:
+        raise LpesError(f"empty gold answer for sample at position {sample.position}")
+    return Encoded(ids=list(prompt_ids) + list(answer_ids), answer_start=len(prompt_ids), sample=sample)
+
+
+def check_positions(name: str, positions: Sequence[int], upper: int) -> list[int]:
+    out = [int(p) for p in positions]
+    if not out or any(p < 0 or p >= upper for p in out):
+        raise LpesError(f"{name}: gold positions {out} must lie in [0, {upper - 1}]")
+    return out

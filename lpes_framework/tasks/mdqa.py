@@ -1,0 +1,70 @@
+"""Multi-document QA in the "Lost in the Middle" file format (jsonl or jsonl.gz).
+
+Each line: ``{"question": str, "answers": [str, ...], "ctxs": [{"title", "text", "isgold"?}, ...]}``.
+The gold document (``isgold`` true, else the first) is moved to each gold index. Records alternate
+between the splits: even lines are ``search``, odd lines ``test``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from ..errors import LpesError
+from .base import TASKS, Sample, Task, split_index
+
+PROMPT = ("Write a high-quality answer for the given question using only the provided search results "
+          "(some of which might be irrelevant).\n\n{documents}\n\nQuestion: {question}\nAnswer:")
+
+
+def read_records(path: str) -> list[dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise LpesError(f"mdqa: file not found: {path}")
+    opener = gzip.open if p.suffix == ".gz" else open
+    try:
+        with opener(p, "rt", encoding="utf-8") as fh:
+            records = [json.loads(line) for line in fh if line.strip()]
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LpesError(f"mdqa: cannot read {path}: {type(exc).__name__}: {exc}") from exc
+    for i, rec in enumerate(records):
+        if not {"question", "answers", "ctxs"} <= rec.keys() or not rec["answers"] or not rec["ctxs"]:
+            raise LpesError(f"mdqa: record {i} of {path} lacks question/answers/ctxs")
+    return records
+
+
+@TASKS.register("mdqa")
+class MultiDocQA(Task):
+    name = "mdqa"
+
+    def __init__(self, *, path: str | None = None, documents: int = 10, gold_positions=(0, 4, 9), **common):
+        super().__init__(**common)
+        if not path:
+            raise LpesError("mdqa: set task.path to a lost-in-the-middle style .jsonl(.gz) file")
+        self.path = str(path)
+        self.documents = documents
+        self.gold_positions = [int(p) for p in gold_positions]
+        if any(p < 0 or p >= documents for p in self.gold_positions):
+            raise LpesError(f"mdqa: gold positions {self.gold_positions} must lie in [0, {documents - 1}]")
+
+    @property
+    def positions(self) -> list:
+        return list(self.gold_positions)
+
+    def samples(self, split: str, tokenizer=None) -> list[Sample]:
+        records = read_records(self.path)[split_index(split)::2][: self.samples_per_position]
+        out = []
+        for rec in records:
+            ctxs = rec["ctxs"]
+            gold_idx = next((i for i, c in enumerate(ctxs) if c.get("isgold")), 0)
+            gold, others = ctxs[gold_idx], (ctxs[:gold_idx] + ctxs[gold_idx + 1:])[: self.documents - 1]
+            if len(others) < self.documents - 1:
+                raise LpesError(f"mdqa: a record has {len(others) + 1} documents, fewer than {self.documents}")
+            for pos in self.gold_positions:
+                docs = others[:pos] + [gold] + others[pos:]
+                text = "\n".join(f"Document [{i + 1}](Title: {d.get('title', '')}) {d['text']}" for i, d in enumerate(docs))
+                answers = [str(a) for a in rec["answers"]]
+                out.append(Sample(prompt=PROMPT.format(documents=text, question=rec["question"]),
+                                  answer=" " + answers[0], position=pos, alternatives=tuple(answers[1:])))
+        return out

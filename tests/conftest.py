@@ -1,0 +1,40 @@
+"""Shared fixtures: tiny random models of every covered architecture, and the real embedded model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+ARCHS = ["llama", "qwen2", "mistral", "gemma3_text", "phi3"]
+VOCAB = 97
+
+
+def tiny_model(arch: str, attn: str = "sdpa", layers: int = 4, max_positions: int = 256, seed: int = 0, **extra):
+    options = dict(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_positions,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2,
+    )
+    if arch == "gemma3_text":
+        # alternate local (sliding) and global layers, with different rope thetas, as Gemma3 does
+        options.update(head_dim=16, sliding_window=8, layer_types=["sliding_attention", "full_attention"] * (layers // 2))
+    if arch == "phi3":
+        options.update(rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+    options.update(extra)
+    config = AutoConfig.for_model(arch, **options)
+    config._attn_implementation = attn
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """(model, tokenizer, info) of the embedded SmolLM2-135M, loaded once per test session."""
+    from omegaconf import OmegaConf
+
+    from lpes_framework.config import compose_config
+    from lpes_framework.models import load_model
+
+    cfg = compose_config("config", ["model=smollm2"])
+    return load_model(cfg.model)
