@@ -9,6 +9,7 @@ broken plugin never breaks the others, and its failure is reported as one line.
 from __future__ import annotations
 
 import difflib
+import inspect
 from importlib import metadata
 from typing import Any, Callable, Generic, TypeVar
 
@@ -64,12 +65,18 @@ class Registry(Generic[T]):
         self._entries[name] = obj
         return obj
 
-    def build(self, cfg: Any) -> Any:
-        """Instantiate from a config mapping ``{name: ..., **options}``."""
-        options = dict(cfg)
-        name = options.pop("name")
-        factory = self.get(name)
+    def options(self, cfg: Any, *args, **extra) -> tuple[Any, dict]:
+        """(factory, keyword options) for a config ``{name: ..., **options}``, checked against the
+        factory's signature so a misspelt option is a config error, not a crash deep inside."""
+        options = {k: v for k, v in dict(cfg).items() if k != "name"} | extra
+        factory = self.get(cfg["name"])
         try:
-            return factory(**options)
+            inspect.signature(factory).bind(*args, **options)
         except TypeError as exc:
-            raise LpesError(f"{self.kind} '{name}': {exc}") from exc
+            raise LpesError(f"{self.kind} '{cfg['name']}': {exc}") from exc
+        return factory, options
+
+    def build(self, cfg: Any, *args, **extra) -> Any:
+        """Instantiate the entry named by ``cfg['name']`` with the remaining keys as options."""
+        factory, options = self.options(cfg, *args, **extra)
+        return factory(*args, **options)

@@ -169,9 +169,4 @@ class FreeCurve(Curve):
 
 
 def build_curve(cfg, n_layers: int) -> Curve:
-    options = {k: v for k, v in dict(cfg).items() if k != "name"}
-    factory = CURVES.get(cfg["name"])
-    try:
-        return factory(n_layers=n_layers, **options)
-    except TypeError as exc:
-        raise LpesError(f"curve '{cfg['name']}': {exc}") from exc
+    return CURVES.build(cfg, n_layers=n_layers)

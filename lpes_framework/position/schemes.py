@@ -17,7 +17,6 @@ model's frequencies unchanged, so an all-ones schedule is bit-identical to the u
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -130,12 +129,7 @@ def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta
 
 def build_scheme(cfg) -> Scheme:
     """A scheme with its options bound, from ``{name: ..., **options}``; options are checked now."""
-    options = {k: v for k, v in dict(cfg).items() if k != "name"}
-    fn = SCHEMES.get(cfg["name"])
-    try:
-        inspect.signature(fn).bind(None, 1.0, 1, **options)
-    except TypeError as exc:
-        raise LpesError(f"position scheme '{cfg['name']}': {exc}") from exc
+    fn, options = SCHEMES.options(cfg, None, 1.0, 1)
     scheme = partial(fn, **options)
     # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
     scheme(RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16), 1.5, 8)

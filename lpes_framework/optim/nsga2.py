@@ -1,0 +1,74 @@
+"""NSGA-II (pymoo) on two objectives: weighted retrieval score (up) and perplexity (down).
+
+pymoo runs in ask/tell mode; its whole algorithm object (population, random generator) is pickled
+into the checkpoint. The result is the Pareto front of the evaluated genomes.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+from pymoo.algorithms.moo.nsga2 import NSGA2
+from pymoo.core.evaluator import Evaluator
+from pymoo.core.problem import Problem
+from pymoo.core.repair import Repair
+from pymoo.core.termination import NoTermination
+from pymoo.problems.static import StaticProblem
+
+from ..errors import LpesError
+from .base import OPTIMIZERS, Optimizer, Outcome
+
+
+class CurveRepair(Repair):
+    """Keep pymoo's offspring inside the curve's bounds and constraints."""
+
+    def __init__(self, curve):
+        super().__init__()
+        self.curve = curve
+
+    def _do(self, problem, X, **kwargs):
+        return np.stack([self.curve.repair(x) for x in X])
+
+
+@OPTIMIZERS.register("nsga2")
+class NSGA2Search(Optimizer):
+    name = "nsga2"
+    objectives = 2
+
+    def __init__(self, curve, *, population: int = 16, generations: int = 10, seed: int = 0):
+        super().__init__(curve, generations=generations, seed=seed)
+        if population < 4:
+            raise LpesError(f"nsga2: population must be >= 4, got {population}")
+        low, high = curve.bounds()
+        self.problem = Problem(n_var=curve.n_genes, n_obj=2, xl=low, xu=high)
+        self.algorithm = NSGA2(pop_size=population, repair=CurveRepair(curve), eliminate_duplicates=True)
+        self.algorithm.setup(self.problem, termination=NoTermination(), seed=seed)
+        self._pending = None
+
+    def ask(self) -> list[np.ndarray]:
+        self._pending = self.algorithm.ask()
+        return [self.curve.repair(x) for x in self._pending.get("X")]
+
+    def tell(self, genomes, outcomes: list[Outcome]) -> None:
+        F = np.array([[-o.retrieval, o.perplexity] for o in outcomes], dtype=float)
+        F[~np.isfinite(F)] = 1e9  # a broken candidate is dominated by everything
+        Evaluator().eval(StaticProblem(self.problem, F=F), self._pending)
+        self.algorithm.tell(infills=self._pending)
+        self._pending = None
+        super().tell(genomes, outcomes)
+
+    def front(self) -> list[tuple[list[float], Outcome]]:
+        """Non-dominated evaluated genomes, by perplexity."""
+        items = list(self.history.values())
+        front = [(g, o) for g, o in items
+                 if not any(p.retrieval >= o.retrieval and p.perplexity <= o.perplexity
+                            and (p.retrieval > o.retrieval or p.perplexity < o.perplexity) for _, p in items)]
+        return sorted(front, key=lambda item: item[1].perplexity)
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"algorithm": pickle.dumps(self.algorithm)}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.algorithm = pickle.loads(state["algorithm"])

@@ -1,0 +1,21 @@
+"""Random search at the same budget as the GA: the baseline every search is judged against."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import OPTIMIZERS, Optimizer
+
+
+@OPTIMIZERS.register("random")
+class RandomSearch(Optimizer):
+    name = "random"
+
+    def __init__(self, curve, *, population: int = 8, generations: int = 10, seed: int = 0):
+        super().__init__(curve, generations=generations, seed=seed)
+        self.population = population
+
+    def ask(self) -> list[np.ndarray]:
+        # the identity is evaluated first, as in the GA, so both start from the unpatched model
+        first = self.seeds([]) if self.generation == 0 else []
+        return first + self.fresh(self.random_genome, self.population - len(first))

@@ -1,0 +1,186 @@
+"""The main job: search per-layer factors, then re-test the best on the held-out split.
+
+    python -m lpes_framework optimizer=ga curve=bezier pos=ntk
+
+Everything is checked (scheme options, curve bounds, tasks, optimizer settings, gene counts) before
+the model loads. Outputs land in the Hydra run directory: evaluations.jsonl, checkpoint.pkl,
+best_factors.json, factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig
+from tqdm.auto import tqdm
+
+from .cli import build_tasks, plain, set_threads
+from .curves import build_curve
+from .errors import LpesError
+from .evaluate import format_table
+from .evaluator import Evaluator, Scores, scores_from_json, scores_to_json
+from .export import factors_record, write_json_atomic
+from .fitness import FitnessWeights, outcome
+from .loggers import build_logger
+from .models import load_model, peek_layers
+from .optim import Outcome, build_optimizer
+from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
+from .position import build_scheme
+from .store import RunStore, cache_key
+from .tasks import TASKS
+
+# Keys that may change between a run and its resume without changing any score.
+_RESUME_FREE = {"resume", "logger", "threads", "progress"}
+
+
+def _fingerprint(cfg: DictConfig) -> dict:
+    data = {k: v for k, v in plain(cfg).items() if k not in _RESUME_FREE}
+    data["optimizer"] = {k: v for k, v in data["optimizer"].items() if k != "generations"}  # a resume may extend
+    return data
+
+
+class Search:
+    def __init__(self, cfg: DictConfig, out_dir: Path):
+        set_threads(cfg.get("threads"))
+        self.cfg, self.out = cfg, Path(out_dir)
+        self.scheme_cfg = plain(cfg.pos)
+        self.scheme = build_scheme(self.scheme_cfg)
+        self.tasks = build_tasks(cfg)
+        self.weights = FitnessWeights(**plain(cfg.fitness))
+        self.curve = build_curve(plain(cfg.curve), peek_layers(cfg.model))
+        self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
+        if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
+            self.tasks["perplexity"] = TASKS.build({"seed": int(cfg.seed)} | plain(cfg.perplexity_task))
+        self.store = RunStore(self.out)
+        self.log: list[dict] = []
+        self._restore_or_refuse(cfg.resume)
+
+    def _restore_or_refuse(self, resume: bool) -> None:
+        if not resume:
+            if self.store.has_run():
+                raise LpesError(f"{self.out} already holds a search; pass resume=true to continue it")
+            self.cache: dict[str, dict] = {}
+            return
+        self.cache = self.store.load_evaluations()
+        state = self.store.load_checkpoint()
+        if state is None:
+            return  # no finished generation yet: the optimizer replays from the cache
+        if state["fingerprint"] != _fingerprint(self.cfg):
+            raise LpesError(f"{self.store.checkpoint} was written by a different configuration; "
+                            "resume with the original overrides")
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.log = state["log"]
+
+    def _context(self, split: str) -> dict:
+        return {"model": plain(self.cfg.model), "scheme": self.scheme_cfg, "split": split,
+                "scoring": self.cfg.scoring, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
+
+    def score(self, factors, kind: str, genome=None) -> dict:
+        """The evaluation record on the search split, from the cache when it was done before."""
+        key = cache_key(factors, self._context("search"))
+        if key not in self.cache:
+            start = time.perf_counter()
+            scores = self.evaluator.run(factors, self.scheme, desc=kind)
+            record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
+                      "genome": None if genome is None else [float(g) for g in genome],
+                      "factors": None if factors is None else [float(f) for f in factors],
+                      "scores": scores_to_json(scores), "seconds": round(time.perf_counter() - start, 3)}
+            if kind == "candidate":
+                record["outcome"] = outcome(scores, self.baseline, self.tasks, self.weights).__dict__
+            self.store.append(record)
+            self.cache[key] = record
+        return self.cache[key]
+
+    def run(self) -> dict:
+        model, tokenizer, self.info = load_model(self.cfg.model)
+        print(self.info.line())
+        self.model, self.tokenizer = model, tokenizer
+        self.evaluator = Evaluator(model, tokenizer, self.tasks, split="search",
+                                   trained_context=self.info.trained_context, batch_size=self.cfg.batch_size,
+                                   scoring=self.cfg.scoring, allow_beyond_trained=self.cfg.allow_beyond_trained,
+                                   progress=self.cfg.progress)
+        logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
+        self.baseline = scores_from_json(self.score(None, "baseline")["scores"])
+        bar = tqdm(total=self.optimizer.generations, initial=self.optimizer.generation, desc="generations",
+                   disable=not self.cfg.progress)
+        while not self.optimizer.done:
+            genomes = self.optimizer.ask()
+            outcomes = []
+            for genome in tqdm(genomes, desc=f"gen {self.optimizer.generation}", leave=False,
+                               disable=not self.cfg.progress):
+                factors = self.curve.factors(genome)
+                outcomes.append(Outcome(**self.score(factors, "candidate", genome)["outcome"]))
+            self.optimizer.tell(genomes, outcomes)
+            best_genome, best = self.optimizer.best()
+            finite = [o.fitness for o in outcomes if math.isfinite(o.fitness)]
+            entry = {"generation": self.optimizer.generation, "evaluated": len(genomes),
+                     "best_fitness": best.fitness, "mean_fitness": float(np.mean(finite)) if finite else math.nan}
+            self.log.append(entry)
+            self.store.save_checkpoint({"fingerprint": _fingerprint(self.cfg), "log": self.log,
+                                        "optimizer": self.optimizer.state_dict()})
+            logger.log_generation(entry["generation"], entry, self.curve.factors(best_genome))
+            bar.update(1)
+            bar.set_postfix(best=f"{best.fitness:.4f}")
+        bar.close()
+        summary = self.finish()
+        logger.log_summary({"best_fitness": summary["search"]["fitness"]})
+        logger.finish()
+        return summary
+
+    def finish(self) -> dict:
+        genome, best = self.optimizer.best()
+        factors = self.curve.factors(genome)
+        uniform = round(float(np.mean(factors)), 4)
+        test = Evaluator(self.model, self.tokenizer, self.tasks, split="test",
+                         trained_context=self.info.trained_context, batch_size=self.cfg.batch_size,
+                         scoring=self.cfg.scoring, allow_beyond_trained=self.cfg.allow_beyond_trained,
+                         progress=self.cfg.progress)
+        methods = {"unpatched": test.run(None, desc="test unpatched"),
+                   f"uniform {uniform:g}": test.run([uniform] * len(factors), self.scheme, desc="test uniform"),
+                   "found": test.run(factors, self.scheme, desc="test found")}
+        test_outcomes = {name: outcome(s, methods["unpatched"], self.tasks, self.weights).__dict__
+                         for name, s in methods.items()}
+        metrics = {"search": best.__dict__, "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)}
+                                                    for n, s in methods.items()}}
+        record = factors_record(model=self.info.as_dict(), scheme=self.scheme_cfg, factors=factors,
+                                curve=self.curve.describe(), genome=genome, metrics=metrics)
+        write_json_atomic(self.out / "best_factors.json", record)
+        plot_factors({"found": factors, f"uniform {uniform:g}": [uniform] * len(factors)}, self.out / "factors.png")
+        plot_progress([e["best_fitness"] for e in self.log], [e["mean_fitness"] for e in self.log],
+                      self.out / "progress.png")
+        plot_by_position(methods, self.out / "by_position.png", title=f"{self.info.name}: held-out test split")
+        if hasattr(self.optimizer, "front"):
+            front = self.optimizer.front()
+            write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
+            points = [(o.perplexity, o.retrieval) for _, o in self.optimizer.history.values()
+                      if math.isfinite(o.perplexity)]
+            plot_pareto(points, [(o.perplexity, o.retrieval) for _, o in front], self.out / "pareto.png")
+        table = format_table(methods)
+        self._report(factors, best, test_outcomes, table)
+        print(table)
+        print(f"best search fitness {best.fitness:.4f}; test fitness found {test_outcomes['found']['fitness']:.4f} "
+              f"vs uniform {test_outcomes[f'uniform {uniform:g}']['fitness']:.4f}; wrote {self.out}")
+        return {"search": best.__dict__, "test": test_outcomes, "factors": factors.tolist()}
+
+    def _report(self, factors, best: Outcome, test_outcomes: dict, table: str) -> None:
+        lines = [f"# LPES search report: {self.info.name}", "",
+                 f"- scheme: `{self.scheme_cfg}`", f"- curve: `{self.curve.describe()}`",
+                 f"- optimizer: `{plain(self.cfg.optimizer)}`",
+                 f"- evaluations: {sum(e['evaluated'] for e in self.log)} candidates over {len(self.log)} generations",
+                 f"- best search fitness: {best.fitness:.4f} (0 = unpatched)", "",
+                 "## Found factors", "", "`" + ", ".join(f"{f:.3f}" for f in factors) + "`", "",
+                 "![factors](factors.png) ![progress](progress.png)", "",
+                 "## Held-out test split (exact match % / mean gold log-prob)", "", "```", table, "```", "",
+                 "| method | test fitness |", "|---|---|"]
+        lines += [f"| {name} | {o['fitness']:.4f} |" for name, o in test_outcomes.items()]
+        lines += ["", "![by position](by_position.png)", ""]
+        if hasattr(self.optimizer, "front"):
+            lines += ["## Pareto front", "", "![pareto](pareto.png)", ""]
+        (self.out / "report.md").write_text("\n".join(lines))
+
+
+def run_search(cfg: DictConfig, out_dir: Path) -> dict:
+    return Search(cfg, out_dir).run()

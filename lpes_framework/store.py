@@ -1,0 +1,79 @@
+"""A search's files that must survive a SIGKILL: the evaluation log and the generation checkpoint.
+
+``evaluations.jsonl`` gets one line per evaluated candidate, flushed and fsynced before the search
+moves on, so an evaluation is never lost; on resume it becomes the cache that answers every genome
+already scored (a half-written last line from a kill is dropped). ``checkpoint.pkl`` holds the
+optimizer state after each finished generation and is replaced atomically (write, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from pathlib import Path
+
+from .errors import LpesError
+
+CHECKPOINT_VERSION = 1
+
+
+def cache_key(factors, context: dict) -> str:
+    """Identity of an evaluation: the factors (to 1e-9) and everything that changes the scores."""
+    payload = json.dumps({"factors": None if factors is None else [round(float(f), 9) for f in factors],
+                          **context}, sort_keys=True, default=str)
+    return hashlib.sha1(payload.encode()).hexdigest()
+
+
+class RunStore:
+    def __init__(self, out_dir: Path):
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.evaluations = self.dir / "evaluations.jsonl"
+        self.checkpoint = self.dir / "checkpoint.pkl"
+
+    def has_run(self) -> bool:
+        return self.checkpoint.exists() or (self.evaluations.exists() and self.evaluations.stat().st_size > 0)
+
+    def load_evaluations(self) -> dict[str, dict]:
+        if not self.evaluations.exists():
+            return {}
+        cache = {}
+        lines = self.evaluations.read_text().splitlines()
+        for i, line in enumerate(lines):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                if i == len(lines) - 1:  # the line a kill cut short: that evaluation is simply redone
+                    break
+                raise LpesError(f"{self.evaluations}: line {i + 1} is corrupted") from None
+            cache[record["key"]] = record
+        return cache
+
+    def append(self, record: dict) -> None:
+        with open(self.evaluations, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def save_checkpoint(self, state: dict) -> None:
+        tmp = self.checkpoint.with_suffix(".pkl.tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump({"version": CHECKPOINT_VERSION, **state}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.checkpoint)
+
+    def load_checkpoint(self) -> dict | None:
+        if not self.checkpoint.exists():
+            return None
+        try:
+            with open(self.checkpoint, "rb") as fh:
+                state = pickle.load(fh)
+        except Exception as exc:  # truncated or garbage pickle: any unpickling error
+            raise LpesError(f"{self.checkpoint} is truncated or corrupted ({type(exc).__name__}); delete it to "
+                            f"replay the search from evaluations.jsonl, which keeps every evaluation") from exc
+        if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
+            raise LpesError(f"{self.checkpoint} is not a version {CHECKPOINT_VERSION} lpes checkpoint")
+        return state

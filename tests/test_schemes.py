@@ -1,0 +1,91 @@
+"""Position schemes as pure maths, checked against transformers' own rope functions."""
+
+import math
+
+import pytest
+import torch
+from transformers import LlamaConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+from lpes_framework.errors import LpesError
+from lpes_framework.position import RopeSpec, build_scheme, ntk_alpha, wavelength_ramp
+
+HEAD_DIM, THETA, MAX_POS = 64, 10000.0, 512
+
+
+def spec():
+    inv = 1.0 / (THETA ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.float) / HEAD_DIM))
+    return RopeSpec(inv_freq=inv, attention_scaling=1.0, max_position=MAX_POS)
+
+
+def reference(rope_type: str, factor: float, seq_len: int | None = None):
+    config = LlamaConfig(hidden_size=HEAD_DIM * 2, num_attention_heads=2, max_position_embeddings=MAX_POS,
+                         rope_parameters={"rope_type": rope_type, "rope_theta": THETA, "factor": factor})
+    return ROPE_INIT_FUNCTIONS[rope_type](config, "cpu", seq_len=seq_len)
+
+
+@pytest.mark.parametrize("name", ["rope", "pi", "ntk", "yarn"])
+def test_factor_one_returns_the_model_frequencies_unchanged(name):
+    s = spec()
+    inv, scaling = build_scheme({"name": name})(s, 1.0, 100)
+    assert inv is s.inv_freq and scaling == 1.0
+
+
+@pytest.mark.parametrize("factor", [1.25, 2.0, 4.0])
+def test_pi_matches_transformers_linear_scaling(factor):
+    inv, scaling = build_scheme({"name": "pi"})(spec(), factor, 100)
+    ref_inv, ref_scaling = reference("linear", factor)
+    torch.testing.assert_close(inv, ref_inv, rtol=1e-6, atol=0)
+    assert scaling == ref_scaling
+
+
+def test_pi_global_factor_multiplies_layer_factor():
+    inv, _ = build_scheme({"name": "pi", "global_factor": 2.0})(spec(), 1.5, 100)
+    torch.testing.assert_close(inv, reference("linear", 3.0)[0])
+
+
+@pytest.mark.parametrize("factor,seq_len", [(2.0, 2 * MAX_POS), (2.0, 4 * MAX_POS), (1.5, 3 * MAX_POS)])
+def test_ntk_matches_transformers_dynamic_beyond_the_trained_length(factor, seq_len):
+    inv, _ = build_scheme({"name": "ntk"})(spec(), factor, seq_len)
+    ref_inv, _ = reference("dynamic", factor, seq_len=seq_len)
+    torch.testing.assert_close(inv, ref_inv, rtol=1e-5, atol=0)
+
+
+def test_ntk_acts_inside_the_trained_window():
+    s = spec()
+    inv, _ = build_scheme({"name": "ntk"})(s, 2.0, MAX_POS // 2)
+    assert inv[0] == s.inv_freq[0]  # highest frequency untouched
+    torch.testing.assert_close(inv[-1], s.inv_freq[-1] / 2.0)  # lowest divided by the factor
+    assert ntk_alpha(2.0, MAX_POS // 2, MAX_POS) == 2.0
+    assert ntk_alpha(2.0, 8 * MAX_POS, MAX_POS) == pytest.approx(2.0 * 8 - 1)
+
+
+def test_wavelength_ramp_keeps_fast_dimensions():
+    s = spec()
+    wavelength = 2 * math.pi / s.inv_freq
+    step = wavelength_ramp(s.inv_freq, 256.0, None)
+    assert torch.equal(step, (wavelength > 256).float())
+    ramp = wavelength_ramp(s.inv_freq, 100.0, 1000.0)
+    assert ramp.min() == 0 and ramp.max() == 1 and torch.all(ramp.diff() >= 0)
+    inv, _ = build_scheme({"name": "rope", "wavelength_low": 256.0})(s, 1.5, 10)
+    assert torch.equal(inv[wavelength <= 256], s.inv_freq[wavelength <= 256])
+    torch.testing.assert_close(inv[wavelength > 256], s.inv_freq[wavelength > 256] / 1.5)
+
+
+def test_yarn_scales_attention_and_ramps():
+    inv, scaling = build_scheme({"name": "yarn"})(spec(), 2.0, 100)
+    assert scaling == pytest.approx(0.1 * math.log(2.0) + 1)
+    assert inv[0] == spec().inv_freq[0]
+
+
+@pytest.mark.parametrize("cfg,match", [
+    ({"name": "ropee"}, "did you mean 'rope'"),
+    ({"name": "rope", "wavelength_low": -3}, "wavelength_low"),
+    ({"name": "rope", "wavelength_low": 300, "wavelength_high": 100}, "wavelength_low <= wavelength_high"),
+    ({"name": "pi", "global_factor": 0}, "finite and > 0"),
+    ({"name": "yarn", "beta_fast": 1, "beta_slow": 2}, "beta_slow < beta_fast"),
+    ({"name": "ntk", "bogus": 1}, "unexpected keyword"),
+])
+def test_bad_scheme_options_fail_at_build(cfg, match):
+    with pytest.raises(LpesError, match=match):
+        build_scheme(cfg)
