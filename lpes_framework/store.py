@@ -39,14 +39,16 @@ class RunStore:
     def load_evaluations(self) -> dict[str, dict]:
         if not self.evaluations.exists():
             return {}
+        text = self.evaluations.read_text()
+        complete, _, partial = text.rpartition("\n")
+        if partial:  # a kill cut the last line short: drop it (that evaluation is simply redone)
+            with open(self.evaluations, "r+") as fh:
+                fh.truncate(len((complete + "\n").encode()) if complete else 0)
         cache = {}
-        lines = self.evaluations.read_text().splitlines()
-        for i, line in enumerate(lines):
+        for i, line in enumerate(complete.splitlines()):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
-                if i == len(lines) - 1:  # the line a kill cut short: that evaluation is simply redone
-                    break
                 raise LpesError(f"{self.evaluations}: line {i + 1} is corrupted") from None
             cache[record["key"]] = record
         return cache

@@ -38,3 +38,25 @@ def smollm2():
 
     cfg = compose_config("config", ["model=smollm2"])
     return load_model(cfg.model)
+
+
+TINY_TASK = ["model=tiny", "task.pairs=6", "task.gold_positions=[0,2,5]", "task.samples_per_position=2", "progress=false"]
+TINY_SEARCH = [*TINY_TASK, "optimizer.population=5", "optimizer.parents=3", "optimizer.mutations=2",
+               "optimizer.crossovers=2", "optimizer.generations=3"]
+
+
+def run_cli(module: str, *overrides: str, check: bool = True, timeout: int = 300):
+    """Run a command of the package in a subprocess, as a user would."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", module, *overrides], capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{module} {overrides} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def read_jsonl(path):
+    import json
+
+    return [json.loads(line) for line in open(path)]

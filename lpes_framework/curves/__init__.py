@@ -85,6 +85,10 @@ class Curve:
 
     def factors(self, genome: Sequence[float]) -> np.ndarray:
         genes = self.repair(genome)
+        if np.all(genes == genes[0]):
+            # every curve maps equal genes to that constant; computing it exactly keeps the identity
+            # genome bit-identical to the unpatched model (basis sums carry float round-off)
+            return np.full(self.n_layers, genes[0])
         # float round-off of the basis can step a hair outside the bounds; the clip keeps the promise
         return np.clip(self.shape(genes, layer_grid(self.n_layers)), self.low, self.high)
 
@@ -106,8 +110,8 @@ class Curve:
 class BezierCurve(Curve):
     name = "bezier"
 
-    def __init__(self, *, n_layers: int, control_points: int = 4, **bounds):
-        super().__init__(n_layers=n_layers, n_genes=control_points, **bounds)
+    def __init__(self, *, n_layers: int, control_points: int = 4, low: float = 1.0, high: float = 2.0, monotone=None):
+        super().__init__(n_layers=n_layers, n_genes=control_points, low=low, high=high, monotone=monotone)
 
     def shape(self, genes, t):
         return bezier(genes, t)
@@ -117,8 +121,8 @@ class BezierCurve(Curve):
 class SplineCurve(Curve):
     name = "spline"
 
-    def __init__(self, *, n_layers: int, control_points: int = 4, **bounds):
-        super().__init__(n_layers=n_layers, n_genes=control_points, **bounds)
+    def __init__(self, *, n_layers: int, control_points: int = 4, low: float = 1.0, high: float = 2.0, monotone=None):
+        super().__init__(n_layers=n_layers, n_genes=control_points, low=low, high=high, monotone=monotone)
 
     def shape(self, genes, t):
         return pchip(genes, t)
@@ -128,8 +132,8 @@ class SplineCurve(Curve):
 class LinearCurve(Curve):
     name = "linear"
 
-    def __init__(self, *, n_layers: int, **bounds):
-        super().__init__(n_layers=n_layers, n_genes=2, **bounds)
+    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
+        super().__init__(n_layers=n_layers, n_genes=2, low=low, high=high, monotone=monotone)
 
     def shape(self, genes, t):
         return genes[0] + (genes[1] - genes[0]) * t
@@ -139,8 +143,8 @@ class LinearCurve(Curve):
 class StepCurve(Curve):
     name = "step"
 
-    def __init__(self, *, n_layers: int, steps: int = 4, **bounds):
-        super().__init__(n_layers=n_layers, n_genes=steps, **bounds)
+    def __init__(self, *, n_layers: int, steps: int = 4, low: float = 1.0, high: float = 2.0, monotone=None):
+        super().__init__(n_layers=n_layers, n_genes=steps, low=low, high=high, monotone=monotone)
 
     def shape(self, genes, t):
         return steps(genes, t)
@@ -150,8 +154,8 @@ class StepCurve(Curve):
 class ConstantCurve(Curve):
     name = "constant"
 
-    def __init__(self, *, n_layers: int, **bounds):
-        super().__init__(n_layers=n_layers, n_genes=1, **bounds)
+    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
+        super().__init__(n_layers=n_layers, n_genes=1, low=low, high=high, monotone=monotone)
 
     def shape(self, genes, t):
         return np.full_like(t, genes[0])
@@ -161,8 +165,8 @@ class ConstantCurve(Curve):
 class FreeCurve(Curve):
     name = "free"
 
-    def __init__(self, *, n_layers: int, **bounds):
-        super().__init__(n_layers=n_layers, n_genes=n_layers, **bounds)
+    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
+        super().__init__(n_layers=n_layers, n_genes=n_layers, low=low, high=high, monotone=monotone)
 
     def shape(self, genes, t):
         return genes.copy()

@@ -1,0 +1,129 @@
+"""The main command end to end on a tiny random model: outputs, determinism, kill and resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TINY_SEARCH, TINY_TASK, read_jsonl, run_cli
+
+OUTPUTS = ["evaluations.jsonl", "checkpoint.pkl", "best_factors.json", "factors.png", "progress.png",
+           "by_position.png", "report.md"]
+
+
+@pytest.fixture(scope="module")
+def ga_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ga")
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={out}")
+    return out, proc
+
+
+def test_search_writes_every_output(ga_run):
+    out, proc = ga_run
+    for name in OUTPUTS:
+        assert (out / name).is_file(), name
+    best = json.loads((out / "best_factors.json").read_text())
+    assert best["schema"] == "lpes.factors" and best["version"] == 1
+    assert len(best["factors"]) == 4 and len(best["genome"]) == 4
+    assert set(best["metrics"]["test"]) == {"unpatched", "found"} | {k for k in best["metrics"]["test"] if k.startswith("uniform")}
+    rows = read_jsonl(out / "evaluations.jsonl")
+    assert rows[0]["kind"] == "baseline"
+    candidates = [r for r in rows if r["kind"] == "candidate"]
+    assert len(candidates) == 5 + 4 + 4  # generation 0, then mutations + crossovers twice
+    assert all({"genome", "factors", "scores", "outcome", "seconds"} <= r.keys() for r in candidates)
+    assert len({r["key"] for r in rows}) == len(rows)  # no genome evaluated twice
+    assert candidates[0]["factors"] == [1.0] * 4  # the identity seeds the population
+    assert "Held-out test split" in (out / "report.md").read_text()
+    assert "found" in proc.stdout
+
+
+def test_same_seed_same_trajectory(ga_run, tmp_path):
+    out, _ = ga_run
+    run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}")
+    first = [(r["key"], r["outcome"]["fitness"]) for r in read_jsonl(out / "evaluations.jsonl") if "outcome" in r]
+    again = [(r["key"], r["outcome"]["fitness"]) for r in read_jsonl(tmp_path / "evaluations.jsonl") if "outcome" in r]
+    assert first == again
+
+
+def test_refuses_to_overwrite_a_run_without_resume(ga_run):
+    out, _ = ga_run
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={out}", check=False)
+    assert proc.returncode == 2 and "already holds a search; pass resume=true" in proc.stderr
+
+
+def test_sigkill_then_resume_repeats_and_loses_nothing(ga_run, tmp_path):
+    reference, _ = ga_run
+    slow = [*TINY_SEARCH, f"hydra.run.dir={tmp_path}"]
+    proc = subprocess.Popen([sys.executable, "-m", "lpes_framework", *slow], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    log = tmp_path / "evaluations.jsonl"
+    deadline = time.time() + 120
+    # kill in the middle of generation 1: baseline + 5 of generation 0 + 2 more
+    while time.time() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 8):
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    done_before = len(log.read_text().splitlines())
+    with open(log, "a") as fh:  # what a kill during a write leaves behind
+        fh.write('{"key": "half-writ')
+    run_cli("lpes_framework", *slow, "resume=true")
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.endswith("}")]
+    keys = [r["key"] for r in rows]
+    assert len(keys) == len(set(keys)), "an evaluation was repeated"
+    expected = [r["key"] for r in read_jsonl(reference / "evaluations.jsonl")]
+    assert sorted(keys) == sorted(expected) and len(keys) > done_before, "an evaluation was lost"
+    assert (tmp_path / "best_factors.json").is_file()
+
+
+def test_corrupted_checkpoint_is_a_one_line_error_and_keeps_evaluations(ga_run, tmp_path):
+    reference, _ = ga_run
+    for name in ("evaluations.jsonl", "checkpoint.pkl"):
+        (tmp_path / name).write_bytes((reference / name).read_bytes())
+    ckpt = tmp_path / "checkpoint.pkl"
+    ckpt.write_bytes(ckpt.read_bytes()[:50])
+    before = (tmp_path / "evaluations.jsonl").read_bytes()
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ") and "truncated or corrupted" in proc.stderr
+    assert (tmp_path / "evaluations.jsonl").read_bytes() == before
+
+
+def test_resume_with_different_config_is_refused(ga_run, tmp_path):
+    reference, _ = ga_run
+    for name in ("evaluations.jsonl", "checkpoint.pkl"):
+        (tmp_path / name).write_bytes((reference / name).read_bytes())
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true", "pos=ntk", check=False)
+    assert proc.returncode == 2 and "different configuration" in proc.stderr
+
+
+def test_nsga2_writes_a_pareto_front(tmp_path):
+    run_cli("lpes_framework", *TINY_TASK, "optimizer=nsga2", "optimizer.population=4", "optimizer.generations=2",
+            "perplexity_task.window_tokens=64", f"hydra.run.dir={tmp_path}")
+    front = json.loads((tmp_path / "pareto.json").read_text())
+    assert front and all({"genome", "retrieval", "perplexity"} <= f.keys() for f in front)
+    assert (tmp_path / "pareto.png").is_file()
+    ppl = [f["perplexity"] for f in front]
+    assert ppl == sorted(ppl)
+
+
+def test_random_search_runs(tmp_path):
+    run_cli("lpes_framework", *TINY_TASK, "optimizer=random", "optimizer.population=3", "optimizer.generations=3",
+            f"hydra.run.dir={tmp_path}")
+    rows = [r for r in read_jsonl(tmp_path / "evaluations.jsonl") if r["kind"] == "candidate"]
+    assert len(rows) == 9 and rows[0]["factors"] == [1.0] * 4
+
+
+@pytest.mark.parametrize("launcher", ["basic", "joblib"])
+def test_multirun_sweep_writes_one_run_per_job(tmp_path, launcher):
+    extra = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"] if launcher == "joblib" else []
+    run_cli("lpes_framework", "-m", *TINY_SEARCH, "optimizer.generations=1", "curve=bezier,free", "pos=rope,pi",
+            f"hydra.sweep.dir={tmp_path}", *extra)
+    jobs = sorted(p for p in tmp_path.iterdir() if p.is_dir() and (p / "best_factors.json").exists())
+    assert len(jobs) == 4
+    curves = {json.loads((j / "best_factors.json").read_text())["curve"]["name"] for j in jobs}
+    assert curves == {"bezier", "free"}

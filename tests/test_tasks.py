@@ -1,0 +1,143 @@
+"""Tasks are deterministic, splits are disjoint, and the one-pass scorer agrees with generation."""
+
+import gzip
+import json
+
+import pytest
+import torch
+
+from conftest import tiny_model
+from lpes_framework.errors import LpesError
+from lpes_framework.results import ScoreRow, by_position, wilson
+from lpes_framework.scoring import score_generate, score_teacher_forced
+from lpes_framework.tasks import TASKS
+from lpes_framework.tasks.base import Encoded, Sample
+
+
+class CharTokenizer:
+    """A tiny byte-level tokenizer: enough for tasks and scoring without any download."""
+
+    pad_token_id = 0
+    chat_template = None
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [min(b, 96) for b in text.encode()]}
+
+    def decode(self, ids, skip_special_tokens=True):
+        return bytes(i for i in ids if i > 2).decode(errors="replace")
+
+
+def kv(**kw):
+    return TASKS.build({"name": "kv_retrieval", "pairs": 6, "gold_positions": [0, 2, 5], "samples_per_position": 3} | kw)
+
+
+def test_kv_samples_are_deterministic_and_move_one_gold_pair():
+    a, b = kv().samples("search"), kv().samples("search")
+    assert a == b and len(a) == 9
+    first = [s for s in a if s.prompt == a[0].prompt or s.answer == a[0].answer]
+    assert [s.position for s in first] == [0, 2, 5]  # same context, gold moved through positions
+    record_lines = [line for line in a[1].prompt.splitlines() if ":" in line and '"' in line]
+    assert a[1].answer in record_lines[2]
+
+
+def test_search_and_test_splits_are_disjoint():
+    for name, extra in [("kv_retrieval", {}), ("passkey", {"context_tokens": 64}), ("niah", {"context_tokens": 64})]:
+        task = TASKS.build({"name": name, "samples_per_position": 20} | extra)
+        search = {s.answer for s in task.samples("search")}
+        test = {s.answer for s in task.samples("test")}
+        assert search and test and not search & test, name
+
+
+@pytest.mark.parametrize("kind", ["uuid", "hex"])
+def test_key_kinds(kind):
+    answer = kv(key_kind=kind, hex_len=6).samples("test")[0].answer
+    assert len(answer) == (36 if kind == "uuid" else 6)
+
+
+def test_needles_at_depths():
+    task = TASKS.build({"name": "passkey", "context_tokens": 240, "depths": [0, 100], "samples_per_position": 1})
+    first, last = task.samples("search")
+    key = first.answer.strip()
+    context = first.prompt.split("\n\n")[1]
+    assert context.startswith("The pass key is " + key) and last.prompt.split("\n\n")[1].rstrip().endswith("pass key.")
+    niah = TASKS.build({"name": "niah", "context_tokens": 240, "distractors": 3, "samples_per_position": 1})
+    assert niah.samples("search")[0].prompt.count("One of the special magic numbers for") == 4  # gold + 3 distractors
+
+
+def test_mdqa_reads_lost_in_the_middle_files(tmp_path):
+    path = tmp_path / "qa.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        for q in range(4):
+            ctxs = [{"title": f"t{i}", "text": f"doc {q}-{i}", "isgold": i == 3} for i in range(5)]
+            fh.write(json.dumps({"question": f"q{q}?", "answers": [f"a{q}", f"alt{q}"], "ctxs": ctxs}) + "\n")
+    task = TASKS.build({"name": "mdqa", "path": str(path), "documents": 5, "gold_positions": [0, 4]})
+    search, test = task.samples("search"), task.samples("test")
+    assert [s.answer for s in search] == [" a0", " a0", " a2", " a2"] and test[0].answer == " a1"
+    assert "Document [1](Title: t3) doc 0-3" in search[0].prompt
+    assert "Document [5](Title: t3) doc 0-3" in search[1].prompt
+    path.write_bytes(b"\x1f\x8b garbage")
+    with pytest.raises(LpesError, match="mdqa: cannot read"):
+        task.samples("search")
+
+
+def test_perplexity_windows_from_builtin_text():
+    task = TASKS.build({"name": "perplexity", "window_tokens": 64, "windows": 3})
+    search, test = task.encode("search", CharTokenizer()), task.encode("test", CharTokenizer())
+    assert len(search) == 3 and all(len(e.ids) == 64 for e in search)
+    assert search[0].ids != test[0].ids
+
+
+@pytest.mark.parametrize("cfg,match", [
+    ({"name": "kv_retrieval", "pairs": 5, "gold_positions": [0, 5]}, r"must lie in \[0, 4\]"),
+    ({"name": "kv_retrieval", "key_kind": "guid"}, "key_kind"),
+    ({"name": "passkey", "depths": [0, 120]}, "percentages"),
+    ({"name": "kv_retrieval", "samples_per_position": 0}, "samples_per_position"),
+    ({"name": "mdqa"}, "set task.path"),
+    ({"name": "perplexity", "files": ["/nonexistent.txt"]}, "file not found"),
+    ({"name": "kv_retreival"}, "did you mean 'kv_retrieval'"),
+])
+def test_bad_task_configs(cfg, match):
+    with pytest.raises(LpesError, match=match):
+        TASKS.build(cfg)
+
+
+def test_teacher_forced_exact_match_agrees_with_greedy_generation():
+    torch.manual_seed(0)
+    model = tiny_model("llama")
+    tok = CharTokenizer()
+    items = []
+    for n in range(12):
+        prompt = torch.randint(3, 97, (10 + n,)).tolist()
+        with torch.no_grad():
+            greedy = model.generate(torch.tensor([prompt]), max_new_tokens=3, do_sample=False)[0, len(prompt):].tolist()
+        # half the answers are the model's own greedy continuation, half are not
+        answer = greedy if n % 2 == 0 else [greedy[0], (greedy[1] % 90) + 3 + 1, greedy[2]]
+        sample = Sample(prompt="", answer="x", position=n % 3)
+        items.append(Encoded(ids=prompt + answer, answer_start=len(prompt), sample=sample))
+    forced = score_teacher_forced(model, items, batch_size=5)
+    assert [r.exact for r in forced] == [n % 2 == 0 for n in range(12)]
+    assert all(r.first for r in forced)
+    assert all(r.logprob < 0 and r.tokens == 3 for r in forced)
+
+
+def test_generate_scorer_checks_the_answer_text():
+    model = tiny_model("llama")
+    tok = CharTokenizer()
+    prompt = [5, 6, 7, 8]
+    with torch.no_grad():
+        out = model.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False)[0, 4:].tolist()
+    text = tok.decode(out)
+    item = Encoded(ids=prompt + out, answer_start=4, sample=Sample(prompt="", answer=text, position=0))
+    (row,) = score_generate(model, [item], tokenizer=tok, max_new_tokens=4)
+    assert row.exact and row.first
+
+
+def test_results_by_position_and_wilson_interval():
+    rows = [ScoreRow(position=p, logprob=-1.0 * p, exact=e, first=e, first_logprob=-0.5, tokens=2)
+            for p, e in [(0, True), (0, True), (0, False), (5, False)]]
+    stats = by_position(rows)
+    assert list(stats) == ["0", "5"]
+    assert stats["0"].accuracy == pytest.approx(2 / 3) and stats["0"].count == 3
+    assert stats["0"].ci_low < 2 / 3 < stats["0"].ci_high
+    low, high = wilson(0, 10)
+    assert low == 0.0 and 0.2 < high < 0.35
