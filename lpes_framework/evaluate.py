@@ -72,7 +72,7 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     print(info.line())
     evaluator = Evaluator(model, tokenizer, tasks, split=cfg.split, trained_context=info.trained_context,
                           batch_size=cfg.batch_size, scoring=cfg.scoring,
-                          allow_beyond_trained=cfg.allow_beyond_trained)
+                          allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
     results: dict[str, Scores] = {}
     for name, (factors, scheme) in methods.items():
         results[name] = evaluator.run(factors, build_scheme(scheme), desc=name)

@@ -74,3 +74,28 @@ def apply_record(model, record: dict) -> LayerScaling:
 def apply_factors_file(model, path: str | os.PathLike) -> LayerScaling:
     """Patch ``model`` with a saved search result; returns the removable handle."""
     return apply_record(model, load_factors(path))
+
+
+def save_patched(model, handle: LayerScaling, path: str | os.PathLike, tokenizer=None) -> None:
+    """``save_pretrained`` plus an ``lpes`` block in config.json (stock transformers ignores it)."""
+    from .models import save_dequantised
+
+    model.config.lpes = factors_record(model={"architecture": type(model).__name__}, scheme=handle.scheme.config,
+                                       factors=handle.factors)
+    try:
+        save_dequantised(model, path)
+    finally:
+        del model.config.lpes
+    if tokenizer is not None:
+        tokenizer.save_pretrained(path)
+
+
+def load_patched(path: str | os.PathLike, **kwargs):
+    """Load a saved model and re-apply its ``lpes`` block: (model, handle or None when it has none)."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
+    block = getattr(model.config, "lpes", None)
+    if block is None:
+        return model, None
+    return model, apply_record(model, validate_record(block, f"{path}/config.json (lpes block)"))

@@ -147,17 +147,22 @@ def _validate(cfg) -> None:
         raise LpesError(f"model.attn_implementation '{cfg.attn_implementation}' is not sdpa or eager")
 
 
-def _random_model(cfg, tokenizer):
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+def _random_config(cfg, vocab_size: int):
+    from transformers import AutoConfig
 
-    options = dict(cfg.random)
-    model_type = options.pop("model_type")
-    seed = options.pop("seed", 0)
-    config = AutoConfig.for_model(model_type, vocab_size=len(tokenizer), **options)
+    options = {k: v for k, v in dict(cfg.random).items() if k not in ("model_type", "seed")}
+    config = AutoConfig.for_model(cfg.random.model_type, vocab_size=vocab_size, **options)
     config._attn_implementation = cfg.get("attn_implementation", "sdpa")
     _check_config(config, cfg.name)
-    torch.manual_seed(seed)
+    return config
+
+
+def _random_model(cfg, tokenizer):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = _random_config(cfg, len(tokenizer))
+    torch.manual_seed(cfg.random.get("seed", 0))
     return AutoModelForCausalLM.from_config(config, dtype=getattr(torch, cfg.get("dtype", "float32")))
 
 
@@ -232,7 +237,7 @@ def describe(model, name: str) -> ModelInfo:
 def peek_layers(cfg) -> int:
     """Decoder layer count from the config alone (no weights), to check factor counts early."""
     if cfg.get("random"):
-        return int(cfg.random.num_hidden_layers)
+        return int(_random_config(cfg, vocab_size=256).num_hidden_layers)
     from transformers import AutoConfig
 
     source, gguf_file = resolve_source(cfg)

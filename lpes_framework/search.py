@@ -94,16 +94,21 @@ class Search:
             self.cache[key] = record
         return self.cache[key]
 
-    def run(self) -> dict:
-        model, tokenizer, self.info = load_model(self.cfg.model)
+    def setup(self, loaded=None) -> None:
+        """Load the model (or take ``loaded`` = (model, tokenizer, info)) and score the unpatched baseline."""
+        self.model, self.tokenizer, self.info = loaded or load_model(self.cfg.model)
         print(self.info.line())
-        self.model, self.tokenizer = model, tokenizer
-        self.evaluator = Evaluator(model, tokenizer, self.tasks, split="search",
-                                   trained_context=self.info.trained_context, batch_size=self.cfg.batch_size,
-                                   scoring=self.cfg.scoring, allow_beyond_trained=self.cfg.allow_beyond_trained,
-                                   progress=self.cfg.progress)
-        logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
+        self.evaluator = self._evaluator("search")
         self.baseline = scores_from_json(self.score(None, "baseline")["scores"])
+
+    def _evaluator(self, split: str) -> Evaluator:
+        return Evaluator(self.model, self.tokenizer, self.tasks, split=split,
+                         trained_context=self.info.trained_context, batch_size=self.cfg.batch_size,
+                         scoring=self.cfg.scoring, allow_beyond_trained=self.cfg.allow_beyond_trained,
+                         progress=self.cfg.progress)
+
+    def loop(self, logger=None) -> None:
+        """Generations until the optimizer is done, checkpointing after each."""
         bar = tqdm(total=self.optimizer.generations, initial=self.optimizer.generation, desc="generations",
                    disable=not self.cfg.progress)
         while not self.optimizer.done:
@@ -121,10 +126,16 @@ class Search:
             self.log.append(entry)
             self.store.save_checkpoint({"fingerprint": _fingerprint(self.cfg), "log": self.log,
                                         "optimizer": self.optimizer.state_dict()})
-            logger.log_generation(entry["generation"], entry, self.curve.factors(best_genome))
+            if logger is not None:
+                logger.log_generation(entry["generation"], entry, self.curve.factors(best_genome))
             bar.update(1)
             bar.set_postfix(best=f"{best.fitness:.4f}")
         bar.close()
+
+    def run(self) -> dict:
+        self.setup()
+        logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
+        self.loop(logger)
         summary = self.finish()
         logger.log_summary({"best_fitness": summary["search"]["fitness"]})
         logger.finish()
@@ -134,10 +145,7 @@ class Search:
         genome, best = self.optimizer.best()
         factors = self.curve.factors(genome)
         uniform = round(float(np.mean(factors)), 4)
-        test = Evaluator(self.model, self.tokenizer, self.tasks, split="test",
-                         trained_context=self.info.trained_context, batch_size=self.cfg.batch_size,
-                         scoring=self.cfg.scoring, allow_beyond_trained=self.cfg.allow_beyond_trained,
-                         progress=self.cfg.progress)
+        test = self._evaluator("test")
         methods = {"unpatched": test.run(None, desc="test unpatched"),
                    f"uniform {uniform:g}": test.run([uniform] * len(factors), self.scheme, desc="test uniform"),
                    "found": test.run(factors, self.scheme, desc="test found")}

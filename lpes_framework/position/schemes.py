@@ -131,6 +131,7 @@ def build_scheme(cfg) -> Scheme:
     """A scheme with its options bound, from ``{name: ..., **options}``; options are checked now."""
     fn, options = SCHEMES.options(cfg, None, 1.0, 1)
     scheme = partial(fn, **options)
+    scheme.config = {"name": cfg["name"], **options}  # what a saved model records to rebuild it
     # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
     scheme(RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16), 1.5, 8)
     return scheme

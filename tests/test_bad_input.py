@@ -1,0 +1,66 @@
+"""Bad input matrix: each case is a one-line error before the model loads (or before the failing step)."""
+
+import pytest
+
+from conftest import TINY_TASK, run_cli
+from lpes_framework.curves import CURVES
+from lpes_framework.errors import LpesError
+from lpes_framework.registry import Registry
+
+MODEL_LINE = "tiny-llama: LlamaForCausalLM"  # printed once the model has loaded
+
+
+def last_error_line(proc) -> str:
+    return proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("module,overrides,message,after_load", [
+    ("lpes_framework.evaluate", ["methods.genomes={g:[1.0,1.5]}"], "bezier curve takes 4 genes, got 2", False),
+    ("lpes_framework", ["curve.low=2.0", "curve.high=1.0"], "0 < low <= high", False),
+    ("lpes_framework", ["pos.wavelength_low=-5"], "wavelength_low", False),
+    ("lpes_framework", ["optimizer.parents=50"], "parents <= population", False),
+    ("lpes_framework", ["task.name=kv_retreival"], "did you mean 'kv_retrieval'", False),
+    ("lpes_framework", ["model.random.model_type=gpt2"], "has no rotary position embeddings", False),
+    ("lpes_framework", ["model.dtype=float8"], "model.dtype 'float8'", False),
+    ("lpes_framework.evaluate", ["methods.factors_files=[/nonexistent/best_factors.json]"], "factors file not found", False),
+    ("lpes_framework.evaluate", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context", True),
+])
+def test_one_line_errors(module, overrides, message, after_load):
+    proc = run_cli(module, *TINY_TASK, *overrides, check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    line = last_error_line(proc)
+    assert line.startswith("error: ") and message in line
+    assert (MODEL_LINE in proc.stdout) == after_load
+
+
+def test_corrupted_factors_file_fails_before_the_model_loads(tmp_path):
+    bad = tmp_path / "best_factors.json"
+    bad.write_text('{"schema": "lpes.factors", "version": 1, "factors": [1.0, 1.')
+    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, f"methods.factors_files=[{bad}]", check=False)
+    assert proc.returncode == 2 and "corrupted factors file" in last_error_line(proc)
+    assert MODEL_LINE not in proc.stdout
+
+
+def test_unknown_group_option_lists_the_valid_ones():
+    proc = run_cli("lpes_framework", *TINY_TASK, "curve=bezeir", check=False)
+    assert proc.returncode != 0
+    assert "Could not find 'curve/bezeir'" in proc.stderr
+    assert all(name in proc.stderr for name in ("bezier", "spline", "free"))
+
+
+def test_unknown_registry_name_suggests_and_lists():
+    with pytest.raises(LpesError, match=r"unknown curve 'bezeir' \(did you mean 'bezier'\?\); valid: .*free"):
+        CURVES.get("bezeir")
+
+
+def test_plugin_whose_import_fails_is_a_clear_error(tmp_path, monkeypatch):
+    dist = tmp_path / "broken_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[lpes_test.curves]\nbroken = no_such_module_xyz:Curve\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry("curve", "lpes_test.curves")
+    assert "broken" in registry.names()
+    assert registry.plugins()["broken"] == "no_such_module_xyz:Curve (broken-plugin)"
+    with pytest.raises(LpesError, match="curve plugin 'broken' .* failed to import: ModuleNotFoundError"):
+        registry.get("broken")

@@ -1,0 +1,66 @@
+"""Factors files and saved patched models round-trip; corrupted files are one-line errors."""
+
+import json
+
+import pytest
+import torch
+
+from conftest import tiny_model
+from lpes_framework import apply_factors_file, apply_layer_scaling, build_scheme, load_patched, save_patched
+from lpes_framework.errors import LpesError
+from lpes_framework.export import factors_record, load_factors, write_json_atomic
+
+FACTORS = [1.0, 1.2, 1.6, 1.9]
+
+
+def write(tmp_path, record):
+    path = tmp_path / "best_factors.json"
+    write_json_atomic(path, record)
+    return path
+
+
+def test_factors_file_applies_in_one_line(tmp_path):
+    model = tiny_model("llama")
+    path = write(tmp_path, factors_record(model={}, scheme={"name": "ntk"}, factors=FACTORS))
+    ids = torch.randint(3, 97, (1, 40))
+    with torch.no_grad(), apply_factors_file(model, path):
+        from_file = model(ids).logits
+    with torch.no_grad(), apply_layer_scaling(model, FACTORS, build_scheme({"name": "ntk"})):
+        direct = model(ids).logits
+    assert torch.equal(from_file, direct)
+
+
+def test_saved_patched_model_reloads_with_its_factors(tmp_path):
+    model = tiny_model("qwen2")
+    prompt = torch.randint(3, 97, (1, 16))
+    handle = apply_layer_scaling(model, FACTORS, build_scheme({"name": "rope", "wavelength_low": 8.0}))
+    expected = model.generate(prompt, max_new_tokens=10, do_sample=False, min_new_tokens=10)
+    save_patched(model, handle, tmp_path / "saved")
+    config = json.loads((tmp_path / "saved" / "config.json").read_text())
+    assert config["lpes"]["factors"] == FACTORS and config["lpes"]["scheme"]["wavelength_low"] == 8.0
+    reloaded, reloaded_handle = load_patched(tmp_path / "saved")
+    assert reloaded_handle is not None and reloaded_handle.factors == FACTORS
+    assert torch.equal(reloaded.generate(prompt, max_new_tokens=10, do_sample=False, min_new_tokens=10), expected)
+    # stock loading ignores the block: the plain model comes back unpatched
+    from transformers import AutoModelForCausalLM
+
+    plain = AutoModelForCausalLM.from_pretrained(tmp_path / "saved").eval()
+    handle.remove()
+    with torch.no_grad():
+        assert torch.equal(plain(prompt).logits, model(prompt).logits)
+
+
+@pytest.mark.parametrize("content,match", [
+    ('{"schema": "lpes.factors", "version": 1, "factors": [1.0, 1.', "corrupted factors file"),
+    ('{"hello": 1}', "not an lpes factors file"),
+    ('{"schema": "lpes.factors", "version": 9, "factors": [1.0]}', "version 9 is not supported"),
+    ('{"schema": "lpes.factors", "version": 1, "factors": [1.0, -1.0], "scheme": {"name": "rope"}}', "finite and > 0"),
+    ('{"schema": "lpes.factors", "version": 1, "factors": [1.0], "scheme": "rope"}', "'scheme' must be an object"),
+])
+def test_bad_factors_files(tmp_path, content, match):
+    path = tmp_path / "f.json"
+    path.write_text(content)
+    with pytest.raises(LpesError, match=match):
+        load_factors(path)
+    with pytest.raises(LpesError, match="not found"):
+        load_factors(tmp_path / "missing.json")
