@@ -155,4 +155,7 @@ def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: f
 
 def apply_layer_scaling(model, factors: Sequence[float], scheme: Scheme) -> LayerScaling:
     """Give decoder layer l the RoPE factor ``factors[l]`` under ``scheme``; returns a removable handle."""
+    install = getattr(scheme, "install", None)
+    if install is not None:  # a plugin scheme with its own patch (see build_scheme)
+        return install(model, factors)
     return LayerScaling(model, factors, scheme)

@@ -128,10 +128,18 @@ def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta
 
 
 def build_scheme(cfg) -> Scheme:
-    """A scheme with its options bound, from ``{name: ..., **options}``; options are checked now."""
-    fn, options = SCHEMES.options(cfg, None, 1.0, 1)
-    scheme = partial(fn, **options)
-    scheme.config = {"name": cfg["name"], **options}  # what a saved model records to rebuild it
-    # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
-    scheme(RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16), 1.5, 8)
+    """A scheme with its options bound, from ``{name: ..., **options}``; options are checked now.
+
+    Registry entries are pure functions ``(spec, factor, seq_len, **options)``. A plugin may instead
+    register a class whose instances have ``install(model, factors) -> handle``: schemes that cannot be
+    expressed as one table per layer (head-wise Ms-PoE) bring their own patch that way.
+    """
+    if isinstance(SCHEMES.get(cfg["name"]), type):
+        scheme = SCHEMES.build(cfg)
+    else:
+        fn, options = SCHEMES.options(cfg, None, 1.0, 1)
+        scheme = partial(fn, **options)
+        # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
+        scheme(RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16), 1.5, 8)
+    scheme.config = dict(cfg)  # what a saved model records to rebuild it
     return scheme
