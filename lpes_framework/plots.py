@@ -37,16 +37,20 @@ def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "")
     return path
 
 
-def plot_factors(curves: Mapping[str, Sequence[float]], path: Path, title: str = "factor per layer") -> Path:
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for name, factors in curves.items():
-        ax.plot(range(len(factors)), factors, marker=".", label=name)
-    ax.set(xlabel="decoder layer", ylabel="RoPE scaling factor s_l", title=title)
+def _save(fig, ax, path: Path) -> Path:
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_factors(curves: Mapping[str, Sequence[float]], path: Path, title: str = "factor per layer") -> Path:
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for name, factors in curves.items():
+        ax.plot(range(len(factors)), factors, marker=".", label=name)
+    ax.set(xlabel="decoder layer", ylabel="RoPE scaling factor s_l", title=title)
+    return _save(fig, ax, path)
 
 
 def plot_progress(best: Sequence[float], mean: Sequence[float], path: Path) -> Path:
@@ -54,11 +58,7 @@ def plot_progress(best: Sequence[float], mean: Sequence[float], path: Path) -> P
     ax.plot(best, marker="o", label="best so far")
     ax.plot(mean, marker=".", label="generation mean")
     ax.set(xlabel="generation", ylabel="fitness", title="search progress")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)
 
 
 def plot_pareto(points: Sequence[tuple[float, float]], front: Sequence[tuple[float, float]], path: Path) -> Path:
@@ -68,8 +68,4 @@ def plot_pareto(points: Sequence[tuple[float, float]], front: Sequence[tuple[flo
     if front:
         ax.plot(*zip(*sorted(front)), "o-", color="C3", label="Pareto front")
     ax.set(xlabel="perplexity (lower is better)", ylabel="retrieval score (higher is better)", title="NSGA-II")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)

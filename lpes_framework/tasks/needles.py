@@ -57,6 +57,20 @@ class _Haystack(Task):
                 parts.append(FILLER)
         return "".join(parts).strip()
 
+    def _draw(self, rng, units: int) -> tuple[str, list[tuple[int, str]], str, str]:
+        """(gold needle, distractors at slots, question template with {context}, answer) of one sample."""
+        raise NotImplementedError
+
+    def samples(self, split: str, tokenizer=None) -> list[Sample]:
+        units = self._filler_units(tokenizer)
+        out = []
+        for j in range(self.samples_per_position):
+            needle, distractors, question, answer = self._draw(rng_for(self.seed, split, j), units)
+            for depth in self.depths:
+                context = self._insert(units, needle, depth, distractors)
+                out.append(Sample(prompt=question.format(context=context), answer=answer, position=depth))
+        return out
+
 
 @TASKS.register("passkey")
 class Passkey(_Haystack):
@@ -66,16 +80,9 @@ class Passkey(_Haystack):
         super().__init__(**common)
         self.digits = digits
 
-    def samples(self, split: str, tokenizer=None) -> list[Sample]:
-        units = self._filler_units(tokenizer)
-        out = []
-        for j in range(self.samples_per_position):
-            rng = rng_for(self.seed, split, j)
-            key = str(rng.integers(10 ** (self.digits - 1), 10 ** self.digits))
-            for depth in self.depths:
-                context = self._insert(units, PASSKEY_NEEDLE.format(key=key), depth)
-                out.append(Sample(prompt=PASSKEY_QUERY.format(context=context), answer=" " + key, position=depth))
-        return out
+    def _draw(self, rng, units):
+        key = str(rng.integers(10 ** (self.digits - 1), 10 ** self.digits))
+        return PASSKEY_NEEDLE.format(key=key), [], PASSKEY_QUERY, " " + key
 
 
 @TASKS.register("niah")
@@ -91,18 +98,12 @@ class MultiKeyNeedle(_Haystack):
         self.distractors = distractors
         self.digits = digits
 
-    def samples(self, split: str, tokenizer=None) -> list[Sample]:
-        units = self._filler_units(tokenizer)
-        out = []
-        for j in range(self.samples_per_position):
-            rng = rng_for(self.seed, split, j)
-            words = rng.choice(len(NIAH_WORDS), size=self.distractors + 1, replace=False)
-            keys = [f"{NIAH_WORDS[w]}-{rng.integers(100, 1000)}" for w in words]
-            values = [str(rng.integers(10 ** (self.digits - 1), 10 ** self.digits)) for _ in keys]
-            slots = [round((i + 0.5) / self.distractors * units) for i in range(self.distractors)]
-            others = [(slot, NIAH_NEEDLE.format(key=k, value=v)) for slot, k, v in zip(slots, keys[1:], values[1:])]
-            for depth in self.depths:
-                context = self._insert(units, NIAH_NEEDLE.format(key=keys[0], value=values[0]), depth, others)
-                out.append(Sample(prompt=NIAH_QUERY.format(context=context, key=keys[0]), answer=" " + values[0],
-                                  position=depth))
-        return out
+    def _draw(self, rng, units):
+        words = rng.choice(len(NIAH_WORDS), size=self.distractors + 1, replace=False)
+        keys = [f"{NIAH_WORDS[w]}-{rng.integers(100, 1000)}" for w in words]
+        values = [str(rng.integers(10 ** (self.digits - 1), 10 ** self.digits)) for _ in keys]
+        slots = [round((i + 0.5) / self.distractors * units) for i in range(self.distractors)]
+        others = [(slot, NIAH_NEEDLE.format(key=k, value=v)) for slot, k, v in zip(slots, keys[1:], values[1:])]
+        # the key is filled in now; {context} stays for samples() to fill
+        question = NIAH_QUERY.replace("{key}", keys[0])
+        return NIAH_NEEDLE.format(key=keys[0], value=values[0]), others, question, " " + values[0]
