@@ -127,3 +127,9 @@ def test_multirun_sweep_writes_one_run_per_job(tmp_path, launcher):
     assert len(jobs) == 4
     curves = {json.loads((j / "best_factors.json").read_text())["curve"]["name"] for j in jobs}
     assert curves == {"bezier", "free"}
+
+
+def test_wandb_logger_path_runs_disabled(tmp_path):
+    run_cli("lpes_framework", *TINY_SEARCH, "optimizer.generations=1", "logger=wandb", "logger.mode=disabled",
+            f"hydra.run.dir={tmp_path}")
+    assert (tmp_path / "best_factors.json").is_file()

@@ -1,0 +1,33 @@
+"""The evaluate command on a tiny model: every kind of method, several tasks, both scorers."""
+
+import json
+
+from conftest import TINY_TASK, run_cli
+from lpes_framework.export import factors_record, write_json_atomic
+
+
+def test_evaluate_compares_all_method_kinds(tmp_path):
+    factors_file = tmp_path / "best_factors.json"
+    write_json_atomic(factors_file, factors_record(model={}, scheme={"name": "ntk"}, factors=[1.0, 1.2, 1.4, 1.6]))
+    out = tmp_path / "run"
+    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, "methods.uniform=[1.25]",
+                   f"methods.factors_files=[{factors_file}]", "methods.genomes={mid:[1.0,1.5,1.5,1.0]}",
+                   "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}", f"hydra.run.dir={out}")
+    results = json.loads((out / "results.json").read_text())
+    methods = results["methods"]
+    assert list(methods) == ["unpatched", "uniform rope 1.25", "file " + tmp_path.name, "bezier mid"]
+    assert methods["file " + tmp_path.name]["scheme"]["name"] == "ntk"  # a file keeps its own scheme
+    scores = methods["bezier mid"]["scores"]
+    assert list(scores["kv_retrieval"]) == ["0", "2", "5"] and list(scores["ppl"]) == ["all"]
+    assert {"accuracy", "ci_low", "ci_high", "logprob", "count", "first_accuracy"} <= scores["kv_retrieval"]["0"].keys()
+    assert scores["kv_retrieval"]["0"]["count"] == 2 and results["split"] == "test"
+    assert (out / "by_position.png").stat().st_size > 10_000
+    table = (out / "table.txt").read_text()
+    assert "unpatched" in table and "ppl " in table and table in proc.stdout
+
+
+def test_generate_scoring_runs(tmp_path):
+    run_cli("lpes_framework.evaluate", *TINY_TASK, "scoring=generate", "task.max_new_tokens=4", "methods.uniform=[]",
+            f"hydra.run.dir={tmp_path}")
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["scoring"] == "generate" and list(results["methods"]) == ["unpatched"]
