@@ -118,25 +118,11 @@ class BezierCurve(Curve):
 
 
 @CURVES.register("spline")
-class SplineCurve(Curve):
+class SplineCurve(BezierCurve):
     name = "spline"
-
-    def __init__(self, *, n_layers: int, control_points: int = 4, low: float = 1.0, high: float = 2.0, monotone=None):
-        super().__init__(n_layers=n_layers, n_genes=control_points, low=low, high=high, monotone=monotone)
 
     def shape(self, genes, t):
         return pchip(genes, t)
-
-
-@CURVES.register("linear")
-class LinearCurve(Curve):
-    name = "linear"
-
-    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
-        super().__init__(n_layers=n_layers, n_genes=2, low=low, high=high, monotone=monotone)
-
-    def shape(self, genes, t):
-        return genes[0] + (genes[1] - genes[0]) * t
 
 
 @CURVES.register("step")
@@ -150,23 +136,39 @@ class StepCurve(Curve):
         return steps(genes, t)
 
 
-@CURVES.register("constant")
-class ConstantCurve(Curve):
-    name = "constant"
+class _FixedGenes(Curve):
+    """Curves whose gene count follows from the layer count alone."""
+
+    @staticmethod
+    def genes_for(n_layers: int) -> int:
+        raise NotImplementedError
 
     def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
-        super().__init__(n_layers=n_layers, n_genes=1, low=low, high=high, monotone=monotone)
+        super().__init__(n_layers=n_layers, n_genes=self.genes_for(n_layers), low=low, high=high, monotone=monotone)
+
+
+@CURVES.register("linear")
+class LinearCurve(_FixedGenes):
+    name = "linear"
+    genes_for = staticmethod(lambda n_layers: 2)
+
+    def shape(self, genes, t):
+        return genes[0] + (genes[1] - genes[0]) * t
+
+
+@CURVES.register("constant")
+class ConstantCurve(_FixedGenes):
+    name = "constant"
+    genes_for = staticmethod(lambda n_layers: 1)
 
     def shape(self, genes, t):
         return np.full_like(t, genes[0])
 
 
 @CURVES.register("free")
-class FreeCurve(Curve):
+class FreeCurve(_FixedGenes):
     name = "free"
-
-    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
-        super().__init__(n_layers=n_layers, n_genes=n_layers, low=low, high=high, monotone=monotone)
+    genes_for = staticmethod(lambda n_layers: n_layers)
 
     def shape(self, genes, t):
         return genes.copy()
