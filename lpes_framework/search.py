@@ -144,7 +144,7 @@ class Search:
     def finish(self) -> dict:
         genome, best = self.optimizer.best()
         factors = self.curve.factors(genome)
-        uniform = round(float(np.mean(factors)), 4)
+        uniform = self.uniform_baseline(factors)
         test = self._evaluator("test")
         methods = {"unpatched": test.run(None, desc="test unpatched"),
                    f"uniform {uniform:g}": test.run([uniform] * len(factors), self.scheme, desc="test uniform"),
@@ -172,6 +172,13 @@ class Search:
         print(f"best search fitness {best.fitness:.4f}; test fitness found {test_outcomes['found']['fitness']:.4f} "
               f"vs uniform {test_outcomes[f'uniform {uniform:g}']['fitness']:.4f}; wrote {self.out}")
         return {"search": best.__dict__, "test": test_outcomes, "factors": factors.tolist()}
+
+    def uniform_baseline(self, factors) -> float:
+        """The uniform factor to test next to the found ones: the best non-identity uniform scaling the
+        search evaluated (tuned on the same search data), else the mean of the found factors."""
+        uniform = [(o.fitness, g[0]) for g, o in self.optimizer.history.values()
+                   if len(set(g)) == 1 and g[0] != 1.0]
+        return round(float(max(uniform)[1] if uniform else np.mean(factors)), 4)
 
     def _report(self, factors, best: Outcome, test_outcomes: dict, table: str) -> None:
         lines = [f"# LPES search report: {self.info.name}", "",
