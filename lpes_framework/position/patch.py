@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import torch
@@ -91,6 +92,9 @@ class LayerScaling:
         self.scheme = scheme
         self._specs = specs
         self._tables: dict[tuple[str, float], tuple | None] = {}
+        # layers sharing a table; a table is dropped after its last layer so that at most one is alive
+        self._uses = Counter((spec.key, factor) for spec, factor in zip(specs, self.factors))
+        self._left: Counter = Counter()
         self._seq_len: int | None = None
         self._handles = [
             decoder.register_forward_pre_hook(self._reset),
@@ -101,6 +105,7 @@ class LayerScaling:
 
     def _reset(self, module, args):
         self._tables.clear()
+        self._left = self._uses.copy()
         self._seq_len = None
 
     def _reset_after(self, module, args, output):
@@ -131,7 +136,8 @@ class LayerScaling:
                 self._tables[key] = None
             else:
                 self._tables[key] = rotary_tables(position_ids, inv_freq, scaling, own[0].dtype)
-        return self._tables[key]
+        self._left[key] -= 1
+        return self._tables[key] if self._left[key] > 0 else self._tables.pop(key)
 
     def remove(self) -> None:
         for handle in self._handles:
@@ -150,6 +156,8 @@ def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: f
     """cos/sin exactly as transformers' rotary modules compute them, for the given frequencies."""
     freqs = position_ids[..., None].float() * inv_freq.to(device=position_ids.device, dtype=torch.float)
     emb = torch.cat((freqs, freqs), dim=-1)
+    if scaling == 1.0:  # multiplying by 1 is exact: skip the two extra passes
+        return emb.cos().to(dtype), emb.sin().to(dtype)
     return (emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)
 
 
