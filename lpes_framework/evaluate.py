@@ -8,7 +8,6 @@ Writes ``results.json`` and ``by_position.png`` into the Hydra run directory and
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import hydra

@@ -21,7 +21,7 @@ from .cli import build_tasks, plain, set_threads
 from .curves import build_curve
 from .errors import LpesError
 from .evaluate import format_table
-from .evaluator import Evaluator, Scores, scores_from_json, scores_to_json
+from .evaluator import Evaluator, scores_from_json, scores_to_json
 from .export import factors_record, write_json_atomic
 from .fitness import FitnessWeights, outcome
 from .loggers import build_logger

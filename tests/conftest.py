@@ -31,7 +31,6 @@ def tiny_model(arch: str, attn: str = "sdpa", layers: int = 4, max_positions: in
 @pytest.fixture(scope="session")
 def smollm2():
     """(model, tokenizer, info) of the embedded SmolLM2-135M, loaded once per test session."""
-    from omegaconf import OmegaConf
 
     from lpes_framework.config import compose_config
     from lpes_framework.models import load_model

@@ -104,7 +104,6 @@ def test_bad_task_configs(cfg, match):
 def test_teacher_forced_exact_match_agrees_with_greedy_generation():
     torch.manual_seed(0)
     model = tiny_model("llama")
-    tok = CharTokenizer()
     items = []
     for n in range(12):
         prompt = torch.randint(3, 97, (10 + n,)).tolist()
