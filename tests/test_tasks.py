@@ -140,3 +140,12 @@ def test_results_by_position_and_wilson_interval():
     assert stats["0"].ci_low < 2 / 3 < stats["0"].ci_high
     low, high = wilson(0, 10)
     assert low == 0.0 and 0.2 < high < 0.35
+
+
+def test_editing_a_data_file_changes_the_cache_identity(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_text("one two three " * 50)
+    task = TASKS.build({"name": "perplexity", "files": [str(path)], "window_tokens": 16, "windows": 1})
+    before = task.describe()
+    path.write_text("four five six seven " * 50)
+    assert task.describe() != before

@@ -40,6 +40,14 @@ class Encoded:
     sample: Sample = field(compare=False)
 
 
+def file_stamp(path: str) -> str:
+    """Size and mtime of a data file: part of the cache key, so an edited file is scored afresh."""
+    from pathlib import Path
+
+    stat = Path(path).stat()
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def split_index(split: str) -> int:
     if split not in SPLITS:
         raise LpesError(f"unknown split '{split}'; valid: {', '.join(SPLITS)}")

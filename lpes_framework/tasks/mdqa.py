@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from ..errors import LpesError
-from .base import TASKS, Sample, Task, split_index
+from .base import TASKS, Sample, Task, file_stamp, split_index
 
 PROMPT = ("Write a high-quality answer for the given question using only the provided search results "
           "(some of which might be irrelevant).\n\n{documents}\n\nQuestion: {question}\nAnswer:")
@@ -51,6 +51,9 @@ class MultiDocQA(Task):
     @property
     def positions(self) -> list:
         return list(self.gold_positions)
+
+    def describe(self) -> dict:
+        return super().describe() | {"file_stamp": file_stamp(self.path)}
 
     def samples(self, split: str, tokenizer=None) -> list[Sample]:
         records = read_records(self.path)[split_index(split)::2][: self.samples_per_position]

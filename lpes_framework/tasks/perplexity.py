@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import LpesError
-from .base import TASKS, Encoded, Sample, Task, split_index
+from .base import TASKS, Encoded, Sample, Task, file_stamp, split_index
 
 
 def builtin_text() -> str:
@@ -38,6 +38,9 @@ class Perplexity(Task):
     @property
     def positions(self) -> list:
         return ["all"]
+
+    def describe(self) -> dict:
+        return super().describe() | {"file_stamps": [file_stamp(f) for f in self.files]}
 
     def _text(self) -> str:
         if not self.files:
