@@ -166,6 +166,19 @@ def _random_model(cfg, tokenizer):
     return AutoModelForCausalLM.from_config(config, dtype=getattr(torch, cfg.get("dtype", "float32")))
 
 
+def _config(cfg):
+    """(source, gguf file or None, checked config): the de-quantised cache replaces a GGUF once it exists."""
+    from transformers import AutoConfig
+
+    source, gguf_file = resolve_source(cfg)
+    if gguf_file and _converted(source, gguf_file, "model").is_dir():
+        source, gguf_file = str(_converted(source, gguf_file, "model")), None
+    config = AutoConfig.from_pretrained(source, gguf_file=gguf_file,
+                                        trust_remote_code=bool(cfg.get("trust_remote_code", False)))
+    _check_config(config, cfg.get("name", source))
+    return source, gguf_file, config
+
+
 def load_tokenizer(cfg):
     from transformers import AutoTokenizer
 
@@ -185,7 +198,7 @@ def load_tokenizer(cfg):
 def load_model(cfg):
     """(model in eval mode, tokenizer, ModelInfo) for a ``model`` config group."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM
 
     _validate(cfg)
     device = _resolve_device(cfg.get("device", "cpu"))
@@ -193,21 +206,16 @@ def load_model(cfg):
     if cfg.get("random"):
         model = _random_model(cfg, tokenizer)
     else:
-        source, gguf_file = resolve_source(cfg)
+        source, gguf_file, config = _config(cfg)
         remote = bool(cfg.get("trust_remote_code", False))
-        cached = _converted(source, gguf_file, "model") if gguf_file else None
-        if cached is not None and cached.is_dir():
-            source, gguf_file = str(cached), None
-        config = AutoConfig.from_pretrained(source, gguf_file=gguf_file, trust_remote_code=remote)
-        _check_config(config, cfg.get("name", source))
         dtype = cfg.get("dtype", "float32")
         model = AutoModelForCausalLM.from_pretrained(
             source, gguf_file=gguf_file, config=config, trust_remote_code=remote,
             dtype=dtype if dtype == "auto" else getattr(torch, dtype),
             attn_implementation=cfg.get("attn_implementation", "sdpa"),
         )
-        if cached is not None and gguf_file:
-            _save_atomically(model, cached)
+        if gguf_file:  # first load of this GGUF: keep the de-quantised model for next time
+            _save_atomically(model, _converted(source, gguf_file, "model"))
     model.to(device).eval()
     return model, tokenizer, describe(model, cfg.get("name", "model"))
 
@@ -238,12 +246,6 @@ def peek_layers(cfg) -> int:
     """Decoder layer count from the config alone (no weights), to check factor counts early."""
     if cfg.get("random"):
         return int(_random_config(cfg, vocab_size=256).num_hidden_layers)
-    from transformers import AutoConfig
-
-    source, gguf_file = resolve_source(cfg)
-    if gguf_file and _converted(source, gguf_file, "model").is_dir():
-        source, gguf_file = str(_converted(source, gguf_file, "model")), None
-    config = AutoConfig.from_pretrained(source, gguf_file=gguf_file, trust_remote_code=bool(cfg.get("trust_remote_code", False)))
-    _check_config(config, cfg.get("name", source))
+    _, _, config = _config(cfg)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     return int(text.num_hidden_layers)

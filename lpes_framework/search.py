@@ -54,6 +54,9 @@ class Search:
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
         if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
             self.tasks["perplexity"] = TASKS.build({"seed": int(cfg.seed)} | plain(cfg.perplexity_task))
+        # everything besides the factors that changes a search-split score: the evaluation cache key
+        self.context = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
+                        "scoring": cfg.scoring, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
         self.store = RunStore(self.out)
         self.log: list[dict] = []
         self._restore_or_refuse(cfg.resume)
@@ -74,13 +77,9 @@ class Search:
         self.optimizer.load_state_dict(state["optimizer"])
         self.log = state["log"]
 
-    def _context(self, split: str) -> dict:
-        return {"model": plain(self.cfg.model), "scheme": self.scheme_cfg, "split": split,
-                "scoring": self.cfg.scoring, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
-
     def score(self, factors, kind: str, genome=None) -> dict:
         """The evaluation record on the search split, from the cache when it was done before."""
-        key = cache_key(factors, self._context("search"))
+        key = cache_key(factors, self.context)
         if key not in self.cache:
             start = time.perf_counter()
             scores = self.evaluator.run(factors, self.scheme, desc=kind)
