@@ -1,9 +1,9 @@
 """Position schemes (pure maths) and the per-layer patch that applies them to a model."""
 
-from .patch import LayerScaling, apply_layer_scaling, rope_layout, rotary_tables, validate_factors
+from .patch import LayerScaling, PatchHandle, apply_layer_scaling, rope_layout, rotary_tables, validate_factors
 from .schemes import SCHEMES, RopeSpec, Scheme, build_scheme, ntk_alpha, wavelength_ramp
 
 __all__ = [
-    "SCHEMES", "LayerScaling", "RopeSpec", "Scheme", "apply_layer_scaling", "build_scheme", "ntk_alpha",
+    "SCHEMES", "LayerScaling", "PatchHandle", "RopeSpec", "Scheme", "apply_layer_scaling", "build_scheme", "ntk_alpha",
     "rope_layout", "rotary_tables", "validate_factors", "wavelength_ramp",
 ]

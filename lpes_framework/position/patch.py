@@ -83,8 +83,26 @@ def validate_factors(factors: Sequence[float], n_layers: int) -> list[float]:
     return values
 
 
-class LayerScaling:
-    """Handle of an installed patch: ``remove()`` it, or use it as a context manager."""
+class PatchHandle:
+    """An installed patch made of torch hook handles: ``remove()`` it, or use it as a context manager.
+    Plugin schemes with their own ``install`` return a subclass too (it keeps ``factors`` and ``scheme``)."""
+
+    _handles: list
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+class LayerScaling(PatchHandle):
+    """One RoPE table per layer factor, swapped in by pre-hooks on the decoder layers."""
 
     def __init__(self, model, factors: Sequence[float], scheme: Scheme):
         decoder, layers, specs = rope_layout(model)
@@ -140,16 +158,8 @@ class LayerScaling:
         return self._tables[key] if self._left[key] > 0 else self._tables.pop(key)
 
     def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+        super().remove()
         self._tables.clear()
-
-    def __enter__(self) -> "LayerScaling":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
 
 
 def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from lpes_framework.errors import LpesError
-from lpes_framework.position import rope_layout, rotary_tables, validate_factors
+from lpes_framework.position import PatchHandle, rope_layout, rotary_tables, validate_factors
 from lpes_framework.tasks.needles import FILLER
 
 ORDERS = ("position_awareness", "sequential")
@@ -79,8 +79,8 @@ class MsPoE:
         return orders
 
 
-class HeadwiseScaling:
-    """Handle of an installed Ms-PoE patch, with the same ``remove()`` / context manager as LayerScaling."""
+class HeadwiseScaling(PatchHandle):
+    """Handle of an installed Ms-PoE patch."""
 
     def __init__(self, model, factors, scheme: MsPoE):
         decoder, layers, specs = rope_layout(model)
@@ -122,14 +122,3 @@ class HeadwiseScaling:
             return torch.cat((x_rot, x[..., rot:]), dim=-1).view(b, length, -1)
 
         return hook
-
-    def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
