@@ -1,12 +1,13 @@
 """Fitness: one number per candidate, relative to the unpatched model on the search split.
 
-For each retrieval task and gold position p (u_p in [0, 1] its place from first to last):
+For each retrieval task and gold position p (u_p in [0, 1] its relative depth: (p - min) / (max - min) over
+the task's gold positions, so the order they are listed in does not matter):
 
     q_p      = accuracy_p + logprob_weight * mean_logprob_p      (log-prob breaks accuracy ties and gives
                                                                   small models a gradient of quality)
     w_p      = 1 + middle_bonus * (1 - |2 u_p - 1|)              (the middle counts most)
     task     = sum_p w_p (q_p - q_p^base) / sum_p w_p
-               - end_penalty * sum_{p in first, last} max(0, q_p^base - q_p)
+               - end_penalty * sum_{p in {min, max}} max(0, q_p^base - q_p)
 
 Perplexity tasks contribute ``logprob_weight`` times the change of their mean token log-prob. The
 fitness is the task-weighted sum, so the unpatched model scores exactly 0. A candidate whose scores
@@ -36,18 +37,23 @@ def quality(stats, weights: FitnessWeights) -> float:
     return stats.accuracy + weights.logprob_weight * stats.logprob
 
 
+def depths(positions) -> dict[str, float]:
+    """Relative depth in [0, 1] of each gold position label (an index or a percentage, as a string)."""
+    values = {p: float(p) for p in positions}
+    low, high = min(values.values()), max(values.values())
+    return {p: (v - low) / (high - low) if high > low else 0.5 for p, v in values.items()}
+
+
 def task_score(scores, base, weights: FitnessWeights) -> float:
-    positions = list(base)
-    if positions == ["all"]:
+    if list(base) == ["all"]:
         return weights.logprob_weight * (scores["all"].logprob - base["all"].logprob)
-    n = len(positions)
     total = norm = 0.0
-    for i, p in enumerate(positions):
-        u = i / (n - 1) if n > 1 else 0.5
+    depth = depths(base)
+    for p, u in depth.items():
         w = 1 + weights.middle_bonus * (1 - abs(2 * u - 1))
         total += w * (quality(scores[p], weights) - quality(base[p], weights))
         norm += w
-    ends = {positions[0], positions[-1]} if n > 1 else set()
+    ends = {min(depth, key=depth.get), max(depth, key=depth.get)} if len(depth) > 1 else set()
     loss = sum(max(0.0, quality(base[p], weights) - quality(scores[p], weights)) for p in ends)
     return total / norm - weights.end_penalty * loss
 

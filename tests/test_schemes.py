@@ -15,7 +15,7 @@ HEAD_DIM, THETA, MAX_POS = 64, 10000.0, 512
 
 def spec():
     inv = 1.0 / (THETA ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.float) / HEAD_DIM))
-    return RopeSpec(inv_freq=inv, attention_scaling=1.0, max_position=MAX_POS)
+    return RopeSpec(inv_freq=inv, attention_scaling=1.0, max_position=MAX_POS, rope_theta=THETA)
 
 
 def reference(rope_type: str, factor: float, seq_len: int | None = None):
@@ -72,10 +72,41 @@ def test_wavelength_ramp_keeps_fast_dimensions():
     torch.testing.assert_close(inv[wavelength > 256], s.inv_freq[wavelength > 256] / 1.5)
 
 
-def test_yarn_scales_attention_and_ramps():
-    inv, scaling = build_scheme({"name": "yarn"})(spec(), 2.0, 100)
-    assert scaling == pytest.approx(0.1 * math.log(2.0) + 1)
-    assert inv[0] == spec().inv_freq[0]
+def yarn_reference(model, factor: float):
+    """transformers' own yarn frequencies and attention factor for the model's config."""
+    import copy
+
+    config = copy.deepcopy(model.config)
+    theta = config.rope_parameters["rope_theta"]
+    config.rope_parameters = {"rope_type": "yarn", "rope_theta": theta, "factor": factor,
+                              "original_max_position_embeddings": config.max_position_embeddings}
+    return ROPE_INIT_FUNCTIONS["yarn"](config, "cpu")
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("factor", [1.5, 2.0, 4.0])
+def test_yarn_with_one_factor_everywhere_is_transformers_yarn(arch, factor):
+    from conftest import tiny_model
+
+    from lpes_framework.position import rope_layout
+
+    model = tiny_model(arch, max_positions=4096, rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+    _, layers, specs = rope_layout(model)
+    ref_inv, ref_scaling = yarn_reference(model, factor)
+    for layer_spec in specs:
+        inv, scaling = build_scheme({"name": "yarn"})(layer_spec, factor, 100)
+        torch.testing.assert_close(inv, ref_inv, rtol=1e-6, atol=0)
+        assert scaling == pytest.approx(ref_scaling, rel=1e-12)
+    # the mid band really is blended, not left alone or fully interpolated
+    s = specs[0]
+    assert torch.any((inv < s.inv_freq * 0.99) & (inv > s.inv_freq / factor * 1.01))
+
+
+def test_yarn_layer_factor_multiplies_the_global_factor():
+    inv, scaling = build_scheme({"name": "yarn", "global_factor": 2.0})(spec(), 1.5, 100)
+    ref = build_scheme({"name": "yarn"})(spec(), 3.0, 100)
+    torch.testing.assert_close(inv, ref[0], rtol=0, atol=0)
+    assert scaling == ref[1] == pytest.approx(0.1 * math.log(3.0) + 1)
 
 
 @pytest.mark.parametrize("cfg,match", [

@@ -66,6 +66,7 @@ def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list
                 inv_freq=inv_freq.detach().float().cpu(),
                 attention_scaling=float(getattr(rotary, f"{prefix}attention_scaling")),
                 max_position=int(max_position),
+                rope_theta=float(params.get("rope_theta") or getattr(config, "rope_theta", 10000.0)),
                 key=key,
             )
         out.append(specs[key])

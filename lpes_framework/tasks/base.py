@@ -93,17 +93,33 @@ class Task:
 
 
 def encode_sample(sample: Sample, tokenizer, use_chat: bool) -> Encoded:
-    """Tokenise prompt and answer separately so the answer span is exact."""
+    """Token ids of the whole text (prompt, answer prefix, answer) from ONE tokenisation, and where the
+    scored span starts.
+
+    Tokenising the answer on its own is wrong for SentencePiece tokenizers (Llama-2, Mistral): they
+    prepend a word-start marker the model would never write there, and a quote or space before the
+    answer merges with its first characters. The span therefore starts after the longest token prefix
+    the prompt alone shares with the whole text: every token from there on is what greedy decoding
+    must produce. A token straddling the boundary (prefix characters merged with the answer's first
+    ones) is scored as part of the answer, because the model has to generate it.
+    """
     if use_chat:
         text = tokenizer.apply_chat_template([{"role": "user", "content": sample.prompt}], tokenize=False,
                                              add_generation_prompt=True)
     else:
         text = sample.prompt
-    prompt_ids = tokenizer(text + sample.prefix, add_special_tokens=not use_chat)["input_ids"]
-    answer_ids = tokenizer(sample.answer, add_special_tokens=False)["input_ids"]
-    if not answer_ids:
+    text += sample.prefix
+    specials = not use_chat  # a chat template writes its own special tokens
+    ids = list(tokenizer(text + sample.answer, add_special_tokens=specials)["input_ids"])
+    prompt_ids = tokenizer(text, add_special_tokens=specials)["input_ids"]
+    start = 0
+    for a, b in zip(prompt_ids, ids):
+        if a != b:
+            break
+        start += 1
+    if start == len(ids) or not sample.answer:
         raise LpesError(f"empty gold answer for sample at position {sample.position}")
-    return Encoded(ids=list(prompt_ids) + list(answer_ids), answer_start=len(prompt_ids), sample=sample)
+    return Encoded(ids=ids, answer_start=start, sample=sample)
 
 
 def check_positions(name: str, positions: Sequence[int], upper: int) -> list[int]:

@@ -1,0 +1,80 @@
+"""The fitness formula on synthetic scores: no model, every term checked by hand."""
+
+import math
+
+import pytest
+
+from lpes_framework.fitness import FitnessWeights, outcome, task_score
+from lpes_framework.results import PositionStats
+
+W = FitnessWeights(middle_bonus=1.0, end_penalty=2.0, logprob_weight=0.1)
+
+
+def stats(accuracy: float, logprob: float = -0.5) -> PositionStats:
+    return PositionStats(count=10, accuracy=accuracy, ci_low=0.0, ci_high=1.0, first_accuracy=accuracy,
+                         logprob=logprob, logprob_se=0.0, first_logprob=logprob, perplexity=math.exp(-logprob))
+
+
+def scores(acc: dict) -> dict:
+    return {str(p): stats(a) for p, a in acc.items()}
+
+
+class _Task:
+    def __init__(self, metric="accuracy", weight=1.0):
+        self.metric, self.weight = metric, weight
+
+
+def test_unpatched_scores_zero():
+    base = scores({0: 1.0, 10: 0.5, 19: 0.9})
+    assert task_score(base, base, W) == 0.0
+
+
+def test_middle_weight_follows_depth_not_list_index():
+    base = scores({0: 1.0, 2: 0.5, 19: 1.0})
+    better = scores({0: 1.0, 2: 0.7, 19: 1.0})
+    w_mid = 1 + (1 - abs(2 * 2 / 19 - 1))  # position 2 sits near the start: small bonus
+    assert task_score(better, base, W) == pytest.approx(0.2 * w_mid / (2 + w_mid))
+
+
+@pytest.mark.parametrize("order", [[0, 10, 19], [19, 0, 10], [10, 19, 0]])
+def test_listing_order_does_not_change_the_fitness(order):
+    acc_base = {0: 1.0, 10: 0.5, 19: 0.9}
+    acc_new = {0: 0.9, 10: 0.8, 19: 0.9}
+    base = scores({p: acc_base[p] for p in order})
+    new = scores({p: acc_new[p] for p in order})
+    w_mid = 1 + (1 - abs(2 * 10 / 19 - 1))
+    expected = (-0.1 + w_mid * 0.3) / (2 + w_mid) - 2.0 * 0.1  # position 0 is an end whatever its place
+    assert task_score(new, base, W) == pytest.approx(expected)
+
+
+def test_end_loss_is_penalised_on_both_ends_only():
+    base = scores({0: 1.0, 50: 0.5, 100: 1.0})
+    worse_ends = scores({0: 0.8, 50: 0.5, 100: 0.9})
+    assert task_score(worse_ends, base, W) == pytest.approx((-0.2 - 0.1) / 4 - 2.0 * (0.2 + 0.1))
+    worse_middle = scores({0: 1.0, 50: 0.3, 100: 1.0})
+    assert task_score(worse_middle, base, W) == pytest.approx(2 * -0.2 / 4)
+
+
+def test_logprob_breaks_accuracy_ties():
+    base = {"0": stats(1.0, -0.5), "5": stats(0.5, -0.5), "10": stats(1.0, -0.5)}
+    new = {"0": stats(1.0, -0.5), "5": stats(0.5, -0.3), "10": stats(1.0, -0.5)}
+    assert task_score(new, base, W) == pytest.approx(0.1 * 0.2 * 2 / 4)
+
+
+def test_outcome_sums_weighted_tasks_and_keeps_perplexity_apart():
+    tasks = {"kv": _Task(weight=2.0), "ppl": _Task("perplexity", weight=0.5)}
+    base = {"kv": scores({0: 1.0, 5: 0.5, 10: 1.0}), "ppl": {"all": stats(0.0, -2.0)}}
+    new = {"kv": scores({0: 1.0, 5: 0.9, 10: 1.0}), "ppl": {"all": stats(0.0, -1.5)}}
+    out = outcome(new, base, tasks, W)
+    kv = 0.4 * 2 / 4
+    assert out.retrieval == pytest.approx(2.0 * kv)
+    assert out.fitness == pytest.approx(2.0 * kv + 0.5 * 0.1 * 0.5)
+    assert out.perplexity == pytest.approx(math.exp(1.5))
+
+
+def test_non_finite_scores_get_the_invalid_fitness():
+    tasks = {"kv": _Task()}
+    base = {"kv": scores({0: 1.0, 9: 1.0})}
+    new = {"kv": {"0": stats(1.0, math.nan), "9": stats(1.0)}}
+    out = outcome(new, base, tasks, W)
+    assert out.fitness == W.invalid_fitness and out.perplexity == math.inf
