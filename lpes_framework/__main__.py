@@ -12,7 +12,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from .cli import one_line_errors
+from .cli import check_plugin_overrides, one_line_errors
 
 
 @hydra.main(config_path="pkg://lpes_framework.conf", config_name="config", version_base="1.3")
@@ -29,6 +29,7 @@ def main() -> None:
 
         print(describe_plugins())
         return
+    one_line_errors(check_plugin_overrides)(sys.argv[1:])
     _search()
 
 

@@ -8,6 +8,28 @@ import sys
 from omegaconf import DictConfig, OmegaConf
 
 from .errors import LpesError
+from .registry import Registry
+
+# config group -> (registry kind, entry point group) of the plugin kinds a package can add
+_PLUGIN_GROUPS = {"pos": ("position scheme", "lpes_framework.schemes"), "curve": ("curve", "lpes_framework.curves"),
+                  "optimizer": ("optimizer", "lpes_framework.optimizers"), "task": ("task", "lpes_framework.tasks")}
+
+
+def check_plugin_overrides(argv: list[str]) -> None:
+    """Import the third-party plugins that ``group=name`` overrides ask for, before Hydra composes.
+
+    A plugin package whose import fails also loses its Hydra config search path, so Hydra would only say
+    ``Could not find 'pos/name'``; importing it first reports the plugin and its real error instead.
+    """
+    for arg in argv:
+        group, sep, value = arg.partition("=")
+        group = group.lstrip("+~")
+        if not sep or group not in _PLUGIN_GROUPS:
+            continue
+        registry = Registry(*_PLUGIN_GROUPS[group])
+        for name in value.split(","):  # a multirun sweep lists several
+            if name in registry.plugins():
+                registry.get(name)
 
 
 def plain(cfg) -> dict:
@@ -29,11 +51,25 @@ def one_line_errors(fn):
     return wrapper
 
 
-def set_threads(threads) -> None:
+def prepare(cfg) -> None:
+    """First step of every command: refuse required settings left unset (``???`` in the YAML), then
+    set torch's CPU threads."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise LpesError(f"set {', '.join(missing)} (required, no default), e.g. {missing[0]}=...")
+    threads = cfg.get("threads")
     if threads:
         import torch
 
         torch.set_num_threads(int(threads))
+
+
+def number(value, setting: str) -> float:
+    """``float(value)`` or a one-line error naming the setting."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise LpesError(f"{setting}: {value!r} is not a number") from None
 
 
 def build_tasks(cfg) -> dict:

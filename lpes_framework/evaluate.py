@@ -8,18 +8,19 @@ Writes ``results.json`` and ``by_position.png`` into the Hydra run directory and
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from .cli import build_tasks, one_line_errors, plain, set_threads
+from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, plain, prepare
 from .curves import build_curve
 from .errors import LpesError
 from .evaluator import Evaluator, Scores, scores_to_json
 from .export import load_factors, write_json_atomic
-from .models import load_model, peek_layers
+from .models import load_model, load_tokenizer, peek
 from .plots import plot_by_position
 from .position import build_scheme, validate_factors
 
@@ -41,6 +42,14 @@ def format_table(methods: dict[str, Scores]) -> str:
     return "\n".join(lines)
 
 
+def file_method_names(paths) -> dict[str, str]:
+    """Row names for factors files: the run folder's name, or the whole path where two folders share it."""
+    short = {str(p): f"file {Path(p).parent.name or p}" for p in paths}
+    if len(set(short.values())) == len(short):
+        return short
+    return {str(p): f"file {p}" for p in paths}
+
+
 def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[float] | None, dict]]:
     """name -> (factors or None for unpatched, scheme config); all checked before the model loads."""
     methods: dict[str, tuple[list[float] | None, dict]] = {}
@@ -48,10 +57,15 @@ def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[f
     if m.baseline:
         methods["unpatched"] = (None, scheme_cfg)
     for s in m.uniform or []:
-        methods[f"uniform {scheme_cfg['name']} {float(s):g}"] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
-    for path in m.factors_files or []:
+        s = number(s, "methods.uniform")
+        methods[f"uniform {scheme_cfg['name']} {s:g}"] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
+    for path, name in file_method_names(m.factors_files or []).items():
         record = load_factors(path)
-        methods[f"file {Path(path).parent.name or path}"] = (validate_factors(record["factors"], n_layers), record["scheme"])
+        try:
+            factors = validate_factors(record["factors"], n_layers)
+        except LpesError as exc:
+            raise LpesError(f"{path}: {exc}") from None
+        methods[name] = (factors, record["scheme"])
     if m.genomes:
         curve = build_curve(plain(cfg.curve), n_layers)
         for name, genome in m.genomes.items():
@@ -62,19 +76,21 @@ def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[f
 
 
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
-    set_threads(cfg.get("threads"))
+    prepare(cfg)
     scheme_cfg = plain(cfg.pos)
     build_scheme(scheme_cfg)
     tasks = build_tasks(cfg)
-    methods = plan_methods(cfg, scheme_cfg, peek_layers(cfg.model))
-    model, tokenizer, info = load_model(cfg.model)
-    print(info.line())
-    evaluator = Evaluator(model, tokenizer, tasks, split=cfg.split, trained_context=info.trained_context,
-                          batch_size=cfg.batch_size, scoring=cfg.scoring,
+    shape = peek(cfg.model)
+    methods = plan_methods(cfg, scheme_cfg, shape.n_layers)
+    tokenizer = load_tokenizer(cfg.model)
+    evaluator = Evaluator(tokenizer, tasks, split=cfg.split, trained_context=shape.trained_context,
+                          batch_size=cfg.batch_size, scoring=cfg.scoring, share_prefix=cfg.share_prefix,
                           allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
+    model, _, info = load_model(cfg.model, tokenizer)
+    print(info.line())
     results: dict[str, Scores] = {}
     for name, (factors, scheme) in methods.items():
-        results[name] = evaluator.run(factors, build_scheme(scheme), desc=name)
+        results[name] = evaluator.run(model, factors, build_scheme(scheme), desc=name)
     table = format_table(results)
     print(table)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -91,8 +107,13 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
 
 @hydra.main(config_path="pkg://lpes_framework.conf", config_name="evaluate", version_base="1.3")
 @one_line_errors
-def main(cfg: DictConfig) -> None:
+def _evaluate(cfg: DictConfig) -> None:
     run_evaluate(cfg, Path(HydraConfig.get().runtime.output_dir))
+
+
+def main() -> None:
+    one_line_errors(check_plugin_overrides)(sys.argv[1:])
+    _evaluate()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Run one candidate (a factor per layer under a position scheme, or the unpatched model) on a task set.
 
-Tasks are tokenised once per split; every candidate then costs one teacher-forced forward per sample.
+Tasks are tokenised once per split, before any weights load (so a prompt that does not fit the model is
+refused at once); every candidate then costs one teacher-forced forward per sample, or much less where
+samples share a context (``share_prefix``, see ``scoring``).
 """
 
 from __future__ import annotations
@@ -19,35 +21,36 @@ Scores = dict[str, dict[str, PositionStats]]  # task -> gold position -> stats
 
 
 class Evaluator:
-    def __init__(self, model, tokenizer, tasks: Mapping[str, Task], *, split: str, trained_context: int,
-                 batch_size: int = 4, scoring: str = "teacher_forced", allow_beyond_trained: bool = False,
-                 progress: bool = True):
+    def __init__(self, tokenizer, tasks: Mapping[str, Task], *, split: str, trained_context: int,
+                 batch_size: int = 4, scoring: str = "teacher_forced", share_prefix: bool = True,
+                 allow_beyond_trained: bool = False, progress: bool = True):
         if batch_size < 1:
             raise LpesError(f"batch_size must be >= 1, got {batch_size}")
-        self.model, self.tokenizer, self.tasks = model, tokenizer, dict(tasks)
+        self.tokenizer, self.tasks, self.split = tokenizer, dict(tasks), split
         self.scorer = get_scorer(scoring)
         self.batch_size = batch_size
+        self.share_prefix = share_prefix
         self.progress = progress
         self.encoded = {name: task.encode(split, tokenizer) for name, task in self.tasks.items()}
         longest = max(len(e.ids) for items in self.encoded.values() for e in items)
         if longest > trained_context and not allow_beyond_trained:
-            raise LpesError(f"longest prompt has {longest} tokens, beyond the model's trained context of "
-                            f"{trained_context}; shorten the task or set allow_beyond_trained=true")
-        self.longest = longest
+            raise LpesError(f"longest {split}-split prompt has {longest} tokens, beyond the model's trained context "
+                            f"of {trained_context}; shorten the task or set allow_beyond_trained=true")
 
     @property
     def samples(self) -> int:
         return sum(len(items) for items in self.encoded.values())
 
-    def run(self, factors: Sequence[float] | None = None, scheme: Scheme | None = None, desc: str = "eval") -> Scores:
-        """Scores by task and gold position; ``factors=None`` evaluates the unpatched model."""
-        handle = apply_layer_scaling(self.model, factors, scheme) if factors is not None else None
+    def run(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
+            desc: str = "eval") -> Scores:
+        """Scores of ``model`` by task and gold position; ``factors=None`` evaluates it unpatched."""
+        handle = apply_layer_scaling(model, factors, scheme) if factors is not None else None
         try:
             with tqdm(total=self.samples, desc=desc, disable=not self.progress, leave=False) as bar:
                 return {name: by_position(self.scorer(
-                            self.model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
+                            model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
                             tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
-                            progress=bar.update))
+                            share_prefix=self.share_prefix, progress=bar.update))
                         for name, items in self.encoded.items()}
         finally:
             if handle is not None:

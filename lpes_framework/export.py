@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from . import jsonio
 from .errors import LpesError
 from .position import LayerScaling, apply_layer_scaling, build_scheme
 
@@ -37,7 +38,7 @@ def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = N
 
 def write_json_atomic(path: Path, data: Any) -> None:
     tmp = Path(f"{path}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
+    tmp.write_text(jsonio.dumps(data, indent=2))
     os.replace(tmp, path)
 
 
@@ -67,21 +68,41 @@ def load_factors(path: str | os.PathLike) -> dict:
     return validate_record(record, str(p))
 
 
-def apply_record(model, record: dict) -> LayerScaling:
+# What must match between the model a file was searched on and the model it is applied to: factors
+# tuned for one RoPE layout mean something else on another, even at the same layer count.
+IDENTITY = ("architecture", "n_layers", "head_dim", "rope_theta", "rope_type")
+
+
+def check_model(model, record: dict, source: str) -> None:
+    from .models import describe
+
+    have = describe(model, "").as_dict()
+    want = record.get("model") or {}
+    for key in IDENTITY:
+        if want.get(key) is not None and want[key] != have[key]:
+            raise LpesError(f"{source}: searched on a model with {key}={want[key]!r}, this one has {have[key]!r}; "
+                            "factors do not transfer between RoPE layouts")
+
+
+def apply_record(model, record: dict, source: str) -> LayerScaling:
+    check_model(model, record, source)
     return apply_layer_scaling(model, record["factors"], build_scheme(record["scheme"]))
 
 
 def apply_factors_file(model, path: str | os.PathLike) -> LayerScaling:
-    """Patch ``model`` with a saved search result; returns the removable handle."""
-    return apply_record(model, load_factors(path))
+    """Patch ``model`` with a saved search result; returns the removable handle. Refuses a model whose
+    architecture, layer count, head size or RoPE base/type differ from the one searched on."""
+    return apply_record(model, load_factors(path), str(path))
 
 
 def save_patched(model, handle: LayerScaling, path: str | os.PathLike, tokenizer=None) -> None:
     """``save_pretrained`` plus an ``lpes`` block in config.json (stock transformers ignores it)."""
     from .models import save_dequantised
 
-    model.config.lpes = factors_record(model={"architecture": type(model).__name__}, scheme=handle.scheme.config,
-                                       factors=handle.factors)
+    from .models import describe
+
+    identity = describe(model, getattr(model.config, "name_or_path", "") or "").as_dict()
+    model.config.lpes = factors_record(model=identity, scheme=handle.scheme.config, factors=handle.factors)
     try:
         save_dequantised(model, path)
     finally:
@@ -98,4 +119,5 @@ def load_patched(path: str | os.PathLike, **kwargs):
     block = getattr(model.config, "lpes", None)
     if block is None:
         return model, None
-    return model, apply_record(model, validate_record(block, f"{path}/config.json (lpes block)"))
+    source = f"{path}/config.json (lpes block)"
+    return model, apply_record(model, validate_record(block, source), source)

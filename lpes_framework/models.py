@@ -166,6 +166,16 @@ def _random_model(cfg, tokenizer):
     return AutoModelForCausalLM.from_config(config, dtype=getattr(torch, cfg.get("dtype", "float32")))
 
 
+def _from_source(loader, source: str, **kwargs):
+    """``loader.from_pretrained(source)``, with a missing folder or an unreachable hub id as one line."""
+    try:
+        return loader.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LpesError(f"cannot load model.name_or_path='{source}': not a local folder with a model, nor in the "
+                        f"local hub cache (offline runs cannot download) ({first})") from None
+
+
 def _config(cfg):
     """(source, gguf file or None, checked config): the de-quantised cache replaces a GGUF once it exists."""
     from transformers import AutoConfig
@@ -173,8 +183,8 @@ def _config(cfg):
     source, gguf_file = resolve_source(cfg)
     if gguf_file and _converted(source, gguf_file, "model").is_dir():
         source, gguf_file = str(_converted(source, gguf_file, "model")), None
-    config = AutoConfig.from_pretrained(source, gguf_file=gguf_file,
-                                        trust_remote_code=bool(cfg.get("trust_remote_code", False)))
+    config = _from_source(AutoConfig, source, gguf_file=gguf_file,
+                          trust_remote_code=bool(cfg.get("trust_remote_code", False)))
     _check_config(config, cfg.get("name", source))
     return source, gguf_file, config
 
@@ -186,8 +196,8 @@ def load_tokenizer(cfg):
     cached = _converted(source, gguf_file, "tokenizer") if gguf_file else None
     if cached is not None and cached.is_dir():
         return AutoTokenizer.from_pretrained(cached)
-    tok = AutoTokenizer.from_pretrained(source, gguf_file=gguf_file,
-                                        trust_remote_code=bool(cfg.get("trust_remote_code", False)))
+    tok = _from_source(AutoTokenizer, source, gguf_file=gguf_file,
+                       trust_remote_code=bool(cfg.get("trust_remote_code", False)))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if cached is not None:
@@ -195,14 +205,15 @@ def load_tokenizer(cfg):
     return tok
 
 
-def load_model(cfg):
-    """(model in eval mode, tokenizer, ModelInfo) for a ``model`` config group."""
+def load_model(cfg, tokenizer=None):
+    """(model in eval mode, tokenizer, ModelInfo) for a ``model`` config group; pass the tokenizer if it
+    was loaded already (commands load it first to check prompts before any weights)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     _validate(cfg)
     device = _resolve_device(cfg.get("device", "cpu"))
-    tokenizer = load_tokenizer(cfg)
+    tokenizer = tokenizer or load_tokenizer(cfg)
     if cfg.get("random"):
         model = _random_model(cfg, tokenizer)
     else:
@@ -242,10 +253,28 @@ def describe(model, name: str) -> ModelInfo:
     )
 
 
-def peek_layers(cfg) -> int:
-    """Decoder layer count from the config alone (no weights), to check factor counts early."""
+@dataclass(frozen=True)
+class ModelShape:
+    """What the commands check before loading weights: factor counts and prompt lengths."""
+
+    n_layers: int
+    trained_context: int
+
+
+def trained_context(config) -> int:
+    """The window the model was trained on: YaRN/linear-extended models keep it as
+    ``original_max_position_embeddings``; per-layer-type parameters (Gemma3) take the largest."""
+    params = getattr(config, "rope_parameters", None) or {}
+    groups = [v for v in params.values() if isinstance(v, dict)] or [params]
+    return max(int(g.get("original_max_position_embeddings") or config.max_position_embeddings) for g in groups)
+
+
+def peek(cfg) -> ModelShape:
+    """Layer count and trained context from the config alone (no weights)."""
+    _validate(cfg)
     if cfg.get("random"):
-        return int(_random_config(cfg, vocab_size=256).num_hidden_layers)
-    _, _, config = _config(cfg)
+        config = _random_config(cfg, vocab_size=256)
+    else:
+        config = _config(cfg)[2]
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return int(text.num_hidden_layers)
+    return ModelShape(n_layers=int(text.num_hidden_layers), trained_context=trained_context(text))

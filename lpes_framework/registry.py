@@ -18,6 +18,14 @@ from .errors import LpesError
 T = TypeVar("T")
 
 
+def _same_kind(default: Any, value: Any) -> bool:
+    """Whether ``value`` may stand where a numeric ``default`` does (a number, not text or a flag); other
+    defaults (None, text that may also be a flag, sequences) are left to the factory's own checks."""
+    if isinstance(default, bool) or not isinstance(default, (int, float)) or value is None:
+        return True
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class Registry(Generic[T]):
     def __init__(self, kind: str, group: str):
         self.kind = kind
@@ -70,10 +78,16 @@ class Registry(Generic[T]):
         factory's signature so a misspelt option is a config error, not a crash deep inside."""
         options = {k: v for k, v in dict(cfg).items() if k != "name"} | extra
         factory = self.get(cfg["name"])
+        signature = inspect.signature(factory)
         try:
-            inspect.signature(factory).bind(*args, **options)
+            signature.bind(*args, **options)
         except TypeError as exc:
             raise LpesError(f"{self.kind} '{cfg['name']}': {exc}") from exc
+        for key, value in options.items():
+            param = signature.parameters.get(key)
+            if param is not None and not _same_kind(param.default, value):
+                raise LpesError(f"{self.kind} '{cfg['name']}': option {key}={value!r} must be "
+                                f"{type(param.default).__name__} like its default {param.default!r}")
         return factory, options
 
     def build(self, cfg: Any, *args, **extra) -> Any:

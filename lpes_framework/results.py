@@ -6,6 +6,8 @@ import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
+from .jsonio import nulls_to_nan
+
 
 @dataclass(frozen=True)
 class ScoreRow:
@@ -15,6 +17,7 @@ class ScoreRow:
     first: bool  # greedy decoding gets the first answer token
     first_logprob: float
     tokens: int  # answer tokens scored
+    token_logprobs: tuple[float, ...] = ()  # log-probability of each gold answer token
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class PositionStats:
     logprob_se: float
     first_logprob: float
     perplexity: float  # exp(-token-weighted mean log-prob); the metric of perplexity tasks
+
+    def __post_init__(self):
+        nulls_to_nan(self)  # JSON stores non-finite numbers as null
 
     def as_dict(self) -> dict:
         return asdict(self)

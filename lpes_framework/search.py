@@ -17,7 +17,7 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from .cli import build_tasks, plain, set_threads
+from .cli import build_tasks, plain, prepare
 from .curves import build_curve
 from .errors import LpesError
 from .evaluate import format_table
@@ -25,7 +25,7 @@ from .evaluator import Evaluator, scores_from_json, scores_to_json
 from .export import factors_record, write_json_atomic
 from .fitness import FitnessWeights, outcome
 from .loggers import build_logger
-from .models import load_model, peek_layers
+from .models import load_model, load_tokenizer, peek
 from .optim import Outcome, build_optimizer
 from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
 from .position import build_scheme
@@ -44,19 +44,23 @@ def _fingerprint(cfg: DictConfig) -> dict:
 
 class Search:
     def __init__(self, cfg: DictConfig, out_dir: Path):
-        set_threads(cfg.get("threads"))
+        prepare(cfg)
         self.cfg, self.out = cfg, Path(out_dir)
         self.scheme_cfg = plain(cfg.pos)
         self.scheme = build_scheme(self.scheme_cfg)
         self.tasks = build_tasks(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
-        self.curve = build_curve(plain(cfg.curve), peek_layers(cfg.model))
+        self.shape = peek(cfg.model)
+        self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
         if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
             self.tasks["perplexity"] = TASKS.build({"seed": int(cfg.seed)} | plain(cfg.perplexity_task))
         # everything besides the factors that changes a search-split score: the evaluation cache key
         self.context = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
-                        "scoring": cfg.scoring, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
+                        "scoring": cfg.scoring, "share_prefix": cfg.share_prefix, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
+        # prompts are tokenised and measured against the model's window before any weights load
+        self.tokenizer = load_tokenizer(cfg.model)
+        self.evaluators = {split: self._evaluator(split) for split in ("search", "test")}
         self.store = RunStore(self.out)
         self.log: list[dict] = []
         self._restore_or_refuse(cfg.resume)
@@ -82,7 +86,7 @@ class Search:
         key = cache_key(factors, self.context)
         if key not in self.cache:
             start = time.perf_counter()
-            scores = self.evaluator.run(factors, self.scheme, desc=kind)
+            scores = self.evaluators["search"].run(self.model, factors, self.scheme, desc=kind)
             record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
                       "genome": None if genome is None else [float(g) for g in genome],
                       "factors": None if factors is None else [float(f) for f in factors],
@@ -95,16 +99,15 @@ class Search:
 
     def setup(self, loaded=None) -> None:
         """Load the model (or take ``loaded`` = (model, tokenizer, info)) and score the unpatched baseline."""
-        self.model, self.tokenizer, self.info = loaded or load_model(self.cfg.model)
+        self.model, _, self.info = loaded or load_model(self.cfg.model, self.tokenizer)
         print(self.info.line())
-        self.evaluator = self._evaluator("search")
         self.baseline = scores_from_json(self.score(None, "baseline")["scores"])
 
     def _evaluator(self, split: str) -> Evaluator:
-        return Evaluator(self.model, self.tokenizer, self.tasks, split=split,
-                         trained_context=self.info.trained_context, batch_size=self.cfg.batch_size,
-                         scoring=self.cfg.scoring, allow_beyond_trained=self.cfg.allow_beyond_trained,
-                         progress=self.cfg.progress)
+        cfg = self.cfg
+        return Evaluator(self.tokenizer, self.tasks, split=split, trained_context=self.shape.trained_context,
+                         batch_size=cfg.batch_size, scoring=cfg.scoring, share_prefix=cfg.share_prefix,
+                         allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
 
     def loop(self, logger=None) -> None:
         """Generations until the optimizer is done, checkpointing after each."""
@@ -144,10 +147,10 @@ class Search:
         genome, best = self.optimizer.best()
         factors = self.curve.factors(genome)
         uniform = self.uniform_baseline(factors)
-        test = self._evaluator("test")
-        methods = {"unpatched": test.run(None, desc="test unpatched"),
-                   f"uniform {uniform:g}": test.run([uniform] * len(factors), self.scheme, desc="test uniform"),
-                   "found": test.run(factors, self.scheme, desc="test found")}
+        test, model = self.evaluators["test"], self.model
+        methods = {"unpatched": test.run(model, None, desc="test unpatched"),
+                   f"uniform {uniform:g}": test.run(model, [uniform] * len(factors), self.scheme, desc="test uniform"),
+                   "found": test.run(model, factors, self.scheme, desc="test found")}
         test_outcomes = {name: outcome(s, methods["unpatched"], self.tasks, self.weights).__dict__
                          for name, s in methods.items()}
         metrics = {"search": best.__dict__, "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)}

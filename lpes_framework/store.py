@@ -14,6 +14,7 @@ import os
 import pickle
 from pathlib import Path
 
+from . import jsonio
 from .errors import LpesError
 
 CHECKPOINT_VERSION = 1
@@ -55,7 +56,7 @@ class RunStore:
 
     def append(self, record: dict) -> None:
         with open(self.evaluations, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
+            fh.write(jsonio.dumps(record) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 

@@ -44,12 +44,14 @@ TINY_SEARCH = [*TINY_TASK, "optimizer.population=5", "optimizer.parents=3", "opt
                "optimizer.crossovers=2", "optimizer.generations=3"]
 
 
-def run_cli(module: str, *overrides: str, check: bool = True, timeout: int = 300):
-    """Run a command of the package in a subprocess, as a user would."""
+def run_cli(module: str, *overrides: str, check: bool = True, timeout: int = 300, env: dict | None = None):
+    """Run a command of the package in a subprocess, as a user would (``env`` adds variables)."""
+    import os
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", module, *overrides], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([sys.executable, "-m", module, *overrides], capture_output=True, text=True, timeout=timeout,
+                          env=os.environ | (env or {}))
     if check and proc.returncode != 0:
         raise AssertionError(f"{module} {overrides} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc

@@ -23,10 +23,16 @@ def last_error_line(proc) -> str:
     ("lpes_framework", ["model.random.model_type=gpt2"], "has no rotary position embeddings", False),
     ("lpes_framework", ["model.dtype=float8"], "model.dtype 'float8'", False),
     ("lpes_framework.evaluate", ["methods.factors_files=[/nonexistent/best_factors.json]"], "factors file not found", False),
-    ("lpes_framework.evaluate", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context", True),
+    ("lpes_framework.evaluate", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context", False),
+    ("lpes_framework", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context", False),
+    ("lpes_framework", ["model.random=null", "model.name_or_path=/nonexistent"], "model.name_or_path='/nonexistent'", False),
+    ("lpes_framework", ["model.random=null", "model.name_or_path=nobody-xyz/not-cached-model"], "offline", False),
+    ("lpes_framework", ["curve.low=abc"], "option low='abc' must be float", False),
+    ("lpes_framework.evaluate", ["methods.uniform=[abc]"], "methods.uniform: 'abc' is not a number", False),
+    ("lpes_framework.evaluate", ["scoring=greedy"], "unknown scoring 'greedy'", False),
 ])
 def test_one_line_errors(module, overrides, message, after_load):
-    proc = run_cli(module, *TINY_TASK, *overrides, check=False)
+    proc = run_cli(module, *TINY_TASK, *overrides, check=False, env={"HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 2, proc.stderr[-2000:]
     line = last_error_line(proc)
     assert line.startswith("error: ") and message in line
@@ -64,3 +70,61 @@ def test_plugin_whose_import_fails_is_a_clear_error(tmp_path, monkeypatch):
     assert registry.plugins()["broken"] == "no_such_module_xyz:Curve (broken-plugin)"
     with pytest.raises(LpesError, match="curve plugin 'broken' .* failed to import: ModuleNotFoundError"):
         registry.get("broken")
+
+
+@pytest.mark.parametrize("module", ["lpes_framework", "lpes_framework.evaluate"])
+def test_mdqa_without_a_path_names_the_setting(module):
+    proc = run_cli(module, "model=tiny", "task=mdqa", check=False)
+    assert proc.returncode == 2 and "set task.path" in last_error_line(proc)
+
+
+def test_unreadable_mdqa_file_fails_before_the_model_loads(tmp_path):
+    bad = tmp_path / "qa.jsonl.gz"
+    bad.write_bytes(b"not gzip at all")
+    proc = run_cli("lpes_framework.evaluate", "model=tiny", "task=mdqa", f"task.path={bad}", check=False)
+    assert proc.returncode == 2 and "mdqa: cannot read" in last_error_line(proc)
+    assert MODEL_LINE not in proc.stdout
+
+
+def test_factors_file_with_the_wrong_layer_count_is_named(tmp_path):
+    path = tmp_path / "run7" / "best_factors.json"
+    path.parent.mkdir()
+    path.write_text('{"schema": "lpes.factors", "version": 1, "factors": [1.0, 1.2], "scheme": {"name": "rope"}}')
+    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
+    line = last_error_line(proc)
+    assert proc.returncode == 2 and str(path) in line and "2 factors for a model with 4" in line
+
+
+def test_plugin_whose_import_fails_is_named_on_the_command_line(tmp_path):
+    dist = tmp_path / "broken_scheme-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-scheme\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[lpes_framework.schemes]\nbroken = no_such_module_xyz:Scheme\n")
+    import os
+
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    proc = run_cli("lpes_framework", *TINY_TASK, "pos=broken", check=False, env={"PYTHONPATH": path})
+    assert proc.returncode == 2
+    assert "position scheme plugin 'broken' (no_such_module_xyz:Scheme) failed to import: ModuleNotFoundError" \
+        in last_error_line(proc)
+
+
+@pytest.mark.parametrize("module,words", [
+    ("lpes_framework", ["per decoder layer", "--plugins", "lpes_framework.evaluate", "curve: bezier", "resume=true"]),
+    ("lpes_framework.evaluate", ["gold position", "methods.uniform", "pos: "]),
+])
+def test_help_describes_the_app(module, words):
+    out = run_cli(module, "--help").stdout
+    assert "powered by Hydra" not in out
+    assert all(w in out for w in words), out[:1500]
+
+
+def test_paper_preset_fits_a_4k_window():
+    """Characters bound the tokens of any subword tokenizer from above: the preset fits Llama-2's 4096."""
+    from lpes_framework.cli import build_tasks
+    from lpes_framework.config import compose_config
+
+    cfg = compose_config("config", ["experiment=paper"])
+    longest = max(len(s.prompt + s.prefix + s.answer) for task in build_tasks(cfg).values()
+                  for split in ("search", "test") for s in task.samples(split))
+    assert longest + 64 <= 4096

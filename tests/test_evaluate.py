@@ -31,3 +31,17 @@ def test_generate_scoring_runs(tmp_path):
             f"hydra.run.dir={tmp_path}")
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["scoring"] == "generate" and list(results["methods"]) == ["unpatched"]
+
+
+def test_factors_files_from_folders_with_the_same_name_get_distinct_rows(tmp_path):
+    paths = []
+    for parent in ("a", "b"):
+        path = tmp_path / parent / "run1" / "best_factors.json"
+        path.parent.mkdir(parents=True)
+        write_json_atomic(path, factors_record(model={}, scheme={"name": "rope"}, factors=[1.0, 1.1, 1.2, 1.3]))
+        paths.append(str(path))
+    out = tmp_path / "out"
+    run_cli("lpes_framework.evaluate", *TINY_TASK, "methods.uniform=[]", f"methods.factors_files=[{','.join(paths)}]",
+            f"hydra.run.dir={out}")
+    methods = json.loads((out / "results.json").read_text())["methods"]
+    assert list(methods) == ["unpatched"] + [f"file {p}" for p in paths]

@@ -64,3 +64,18 @@ def test_bad_factors_files(tmp_path, content, match):
         load_factors(path)
     with pytest.raises(LpesError, match="not found"):
         load_factors(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("other,extra,field", [
+    ("qwen2", {}, "architecture"),
+    ("llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}, "rope_theta"),
+    ("llama", {"head_dim": 32}, "head_dim"),
+])
+def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
+    from lpes_framework.models import describe
+
+    searched = describe(tiny_model("llama"), "tiny").as_dict()
+    path = write(tmp_path, factors_record(model=searched, scheme={"name": "rope"}, factors=FACTORS))
+    apply_factors_file(tiny_model("llama", seed=1), path).remove()  # same layout, other weights: fine
+    with pytest.raises(LpesError, match=f"{path}: searched on a model with {field}="):
+        apply_factors_file(tiny_model(other, **extra), path)

@@ -41,6 +41,21 @@ def test_search_writes_every_output(ga_run):
     assert "found" in proc.stdout
 
 
+def strict_json(text: str):
+    def refuse(token):
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_outputs_are_strict_json(ga_run):
+    out, _ = ga_run
+    rows = [strict_json(line) for line in (out / "evaluations.jsonl").read_text().splitlines()]
+    assert rows[-1]["outcome"]["perplexity"] is None  # no perplexity task: null, not NaN
+    best = strict_json((out / "best_factors.json").read_text())
+    assert best["metrics"]["search"]["perplexity"] is None
+
+
 def test_same_seed_same_trajectory(ga_run, tmp_path):
     out, _ = ga_run
     run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}")

@@ -76,8 +76,8 @@ def test_mdqa_reads_lost_in_the_middle_files(tmp_path):
     assert "Document [1](Title: t3) doc 0-3" in search[0].prompt
     assert "Document [5](Title: t3) doc 0-3" in search[1].prompt
     path.write_bytes(b"\x1f\x8b garbage")
-    with pytest.raises(LpesError, match="mdqa: cannot read"):
-        task.samples("search")
+    with pytest.raises(LpesError, match="mdqa: cannot read"):  # read when the task is built, before any model
+        TASKS.build({"name": "mdqa", "path": str(path), "documents": 5, "gold_positions": [0, 4]})
 
 
 def test_perplexity_windows_from_builtin_text():

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..curves import Curve
 from ..errors import LpesError
+from ..jsonio import nulls_to_nan
 from ..registry import Registry
 
 OPTIMIZERS: Registry = Registry("optimizer", "lpes_framework.optimizers")
@@ -25,6 +26,9 @@ class Outcome:
     fitness: float  # scalar to maximise (penalised when the candidate produced NaN/inf)
     retrieval: float  # weighted retrieval score (NSGA-II objective 1, maximised)
     perplexity: float  # perplexity on the perplexity task (NSGA-II objective 2, minimised; nan if none)
+
+    def __post_init__(self):
+        nulls_to_nan(self)  # JSON stores a missing perplexity as null
 
 
 def genome_key(genome) -> tuple:

@@ -111,6 +111,9 @@ class LayerScaling(PatchHandle):
         self.scheme = scheme
         self._specs = specs
         self._tables: dict[tuple[str, float], tuple | None] = {}
+        # scheme results by (layer type, factor, effective length): kept across forwards, so a decoding
+        # step (one new position) only builds its small cos/sin rows
+        self._freqs: dict[tuple[str, float, int], tuple[torch.Tensor, float] | None] = {}
         # layers sharing a table; a table is dropped after its last layer so that at most one is alive
         self._uses = Counter((spec.key, factor) for spec, factor in zip(specs, self.factors))
         self._left: Counter = Counter()
@@ -150,17 +153,26 @@ class LayerScaling(PatchHandle):
         if key not in self._tables:
             if self._seq_len is None:
                 self._seq_len = int(position_ids.max()) + 1
-            inv_freq, scaling = self.scheme(spec, factor, self._seq_len)
-            if torch.equal(inv_freq, spec.inv_freq) and scaling == spec.attention_scaling:
-                self._tables[key] = None
-            else:
-                self._tables[key] = rotary_tables(position_ids, inv_freq, scaling, own[0].dtype)
+            freqs = self._frequencies(spec, factor)
+            self._tables[key] = None if freqs is None else rotary_tables(position_ids, *freqs, own[0].dtype)
         self._left[key] -= 1
         return self._tables[key] if self._left[key] > 0 else self._tables.pop(key)
+
+    def _frequencies(self, spec: RopeSpec, factor: float) -> tuple[torch.Tensor, float] | None:
+        """The scheme's (inv_freq, scaling) for this layer, or None where they are the model's own.
+        Schemes may depend on the length only beyond the trained window (see ``schemes.Scheme``), so
+        every length inside it shares one entry."""
+        key = (spec.key, factor, max(self._seq_len, spec.max_position))
+        if key not in self._freqs:
+            inv_freq, scaling = self.scheme(spec, factor, self._seq_len)
+            own = torch.equal(inv_freq, spec.inv_freq) and scaling == spec.attention_scaling
+            self._freqs[key] = None if own else (inv_freq, scaling)
+        return self._freqs[key]
 
     def remove(self) -> None:
         super().remove()
         self._tables.clear()
+        self._freqs.clear()
 
 
 def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype):

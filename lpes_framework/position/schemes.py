@@ -39,6 +39,9 @@ class RopeSpec:
     key: str = "default"  # layer type: Gemma3 has 'sliding_attention' and 'full_attention'
 
 
+# (spec, layer factor, sequence length) -> (inv_freq, attention scaling). The result may depend on the
+# length only beyond ``spec.max_position`` (as dynamic NTK does): the patch reuses one result for every
+# length inside the trained window.
 Scheme = Callable[[RopeSpec, float, int], "tuple[torch.Tensor, float]"]
 SCHEMES: Registry[Callable[..., tuple[torch.Tensor, float]]] = Registry("position scheme", "lpes_framework.schemes")
 

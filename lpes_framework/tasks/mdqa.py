@@ -40,9 +40,10 @@ class MultiDocQA(Task):
 
     def __init__(self, *, path: str | None = None, documents: int = 10, gold_positions=(0, 4, 9), **common):
         super().__init__(**common)
-        if not path:
+        if not path or path == "???":
             raise LpesError("mdqa: set task.path to a lost-in-the-middle style .jsonl(.gz) file")
         self.path = str(path)
+        self._records = read_records(self.path)  # read now: a bad file is refused before any model loads
         self.documents = documents
         self.gold_positions = [int(p) for p in gold_positions]
         if any(p < 0 or p >= documents for p in self.gold_positions):
@@ -56,7 +57,7 @@ class MultiDocQA(Task):
         return super().describe() | {"file_stamp": file_stamp(self.path)}
 
     def samples(self, split: str, tokenizer=None) -> list[Sample]:
-        records = read_records(self.path)[split_index(split)::2][: self.samples_per_position]
+        records = self._records[split_index(split)::2][: self.samples_per_position]
         out = []
         for rec in records:
             ctxs = rec["ctxs"]

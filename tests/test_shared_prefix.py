@@ -1,0 +1,85 @@
+"""Shared-prefix scoring equals one forward per sample: tiny Llama, Qwen2 (GQA) and Gemma3 (sliding
+window smaller than the prefix), patched and unpatched, teacher-forced and generated."""
+
+import pytest
+import torch
+
+from conftest import tiny_model
+from lpes_framework.position import apply_layer_scaling, build_scheme
+from lpes_framework.scoring import prefix_groups, score_generate, score_teacher_forced
+from lpes_framework.tasks.base import Encoded, Sample
+
+
+def items_with_shared_contexts(model, contexts=2, queries=5, seed=0) -> list[Encoded]:
+    """``queries`` questions of different lengths on each of ``contexts`` random contexts, plus two
+    unrelated prompts; half the answers are the model's own greedy continuation."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for c in range(contexts):
+        context = torch.randint(3, 97, (40 + 7 * c,), generator=g).tolist()
+        for q in range(queries):
+            prompt = context + torch.randint(3, 97, (2 + q % 3,), generator=g).tolist()
+            with torch.no_grad():
+                greedy = model.generate(torch.tensor([prompt]), max_new_tokens=3, do_sample=False)[0, len(prompt):]
+            answer = greedy.tolist() if q % 2 == 0 else torch.randint(3, 97, (2 + q % 2,), generator=g).tolist()
+            out.append(Encoded(prompt + answer, len(prompt), Sample(prompt="", answer="x", position=q)))
+    for n in (30, 33):
+        ids = torch.randint(3, 97, (n,), generator=g).tolist()
+        out.append(Encoded(ids, n - 2, Sample(prompt="", answer="x", position=0)))
+    return out
+
+
+def test_groups_follow_shared_prefixes():
+    model = tiny_model("llama")
+    items = items_with_shared_contexts(model)
+    groups = prefix_groups(items)
+    sizes = sorted(len(m) for _, m in groups)
+    assert sizes == [1, 1, 5, 5]
+    for length, members in groups:
+        if len(members) > 1:
+            assert length >= 40 and all(length < items[m].answer_start for m in members)
+            assert len({tuple(items[m].ids[:length]) for m in members}) == 1
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gemma3_text"])
+@pytest.mark.parametrize("patched", [False, True])
+def test_shared_prefix_scores_equal_one_forward_per_sample(arch, patched):
+    model = tiny_model(arch)
+    items = items_with_shared_contexts(model)
+    handle = apply_layer_scaling(model, [1.0, 1.3, 1.7, 2.2], build_scheme({"name": "ntk"})) if patched else None
+    try:
+        plain = score_teacher_forced(model, items, batch_size=3, share_prefix=False)
+        shared = score_teacher_forced(model, items, batch_size=3, share_prefix=True)
+    finally:
+        if handle is not None:
+            handle.remove()
+    assert [r.exact for r in shared] == [r.exact for r in plain]
+    assert any(r.exact for r in plain) and not all(r.exact for r in plain)
+    for a, b in zip(shared, plain):
+        assert a.tokens == b.tokens and a.position == b.position
+        assert max(abs(x - y) for x, y in zip(a.token_logprobs, b.token_logprobs)) <= 1e-4
+
+
+def test_shared_prefix_in_bfloat16_stays_close():
+    model = tiny_model("qwen2").to(torch.bfloat16)
+    items = items_with_shared_contexts(model)
+    plain = score_teacher_forced(model, items, batch_size=4, share_prefix=False)
+    shared = score_teacher_forced(model, items, batch_size=4, share_prefix=True)
+    diffs = [abs(x - y) for a, b in zip(shared, plain) for x, y in zip(a.token_logprobs, b.token_logprobs)]
+    assert max(diffs) < 0.1  # bf16 rounds differently in a cached vs a full forward
+
+
+class _Decoder:
+    def decode(self, ids, skip_special_tokens=True):
+        return " ".join(str(i) for i in ids)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3_text"])
+def test_generation_from_the_shared_prefix_equals_plain_generation(arch):
+    model = tiny_model(arch)
+    items = items_with_shared_contexts(model)
+    with apply_layer_scaling(model, [1.0, 1.5, 1.5, 2.0], build_scheme({"name": "rope"})):
+        plain = score_generate(model, items, batch_size=3, tokenizer=_Decoder(), max_new_tokens=4, share_prefix=False)
+        shared = score_generate(model, items, batch_size=3, tokenizer=_Decoder(), max_new_tokens=4, share_prefix=True)
+    assert [(r.exact, r.first) for r in shared] == [(r.exact, r.first) for r in plain]
+    assert any(r.first for r in plain)
