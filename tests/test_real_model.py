@@ -57,3 +57,18 @@ def test_search_end_to_end_on_the_embedded_model(tmp_path):
     assert best["model"]["n_layers"] == 30 and len(best["factors"]) == 30
     assert len([r for r in read_jsonl(tmp_path / "evaluations.jsonl") if r["kind"] == "candidate"]) == 3
     assert "found" in (tmp_path / "report.md").read_text()
+
+
+def test_shared_prefix_scoring_is_exact_on_the_embedded_model(smollm2):
+    from lpes_framework.scoring import score_teacher_forced
+
+    model, tok, info = smollm2
+    task = TASKS.build({"name": "kv_retrieval", "pairs": 12, "gold_positions": [0, 4, 8, 11], "samples_per_position": 2,
+                        "key_kind": "hex", "answer_prefix": '"', "layout": "queries"})
+    items = task.encode("test", tok)
+    factors = [1.0 + 0.6 * i / 29 for i in range(30)]
+    with apply_layer_scaling(model, factors, build_scheme({"name": "ntk"})):
+        shared = score_teacher_forced(model, items, batch_size=4, pad_id=tok.pad_token_id)
+        plain = score_teacher_forced(model, items, batch_size=4, pad_id=tok.pad_token_id, share_prefix=False)
+    assert [r.exact for r in shared] == [r.exact for r in plain]
+    assert max(abs(a - b) for s, p in zip(shared, plain) for a, b in zip(s.token_logprobs, p.token_logprobs)) <= 1e-4

@@ -32,12 +32,47 @@ def kv(**kw):
 
 
 def test_kv_samples_are_deterministic_and_move_one_gold_pair():
-    a, b = kv().samples("search"), kv().samples("search")
+    a, b = kv(layout="move").samples("search"), kv(layout="move").samples("search")
     assert a == b and len(a) == 9
     first = [s for s in a if s.prompt == a[0].prompt or s.answer == a[0].answer]
     assert [s.position for s in first] == [0, 2, 5]  # same context, gold moved through positions
     record_lines = [line for line in a[1].prompt.splitlines() if ":" in line and '"' in line]
     assert a[1].answer in record_lines[2]
+
+
+def test_kv_queries_ask_every_position_of_one_haystack():
+    samples = kv().samples("search")
+    assert len(samples) == 9 and [s.position for s in samples[:3]] == [0, 2, 5]
+    first = samples[:3]
+    records = first[0].prompt.split("Key:")[0]
+    assert all(s.prompt.split("Key:")[0] == records for s in first)  # the same haystack
+    assert samples[3].prompt.split("Key:")[0] != records  # the next draw is another one
+    lines = [line for line in records.splitlines() if '": "' in line]
+    for s in first:
+        assert s.answer in lines[s.position] and f'Key: "{lines[s.position].split(chr(34))[1]}"' in s.prompt
+
+
+@pytest.mark.parametrize("name", ["passkey", "niah"])
+def test_needle_queries_put_a_needle_at_every_depth(name):
+    task = TASKS.build({"name": name, "context_tokens": 200, "depths": [0, 50, 100], "samples_per_position": 2,
+                        "layout": "queries"})
+    samples = task.samples("test")
+    assert [s.position for s in samples] == [0, 50, 100] * 2
+    one_draw = samples[:3]
+    context = one_draw[0].prompt.rsplit("\n", 1)[0]
+    assert all(s.prompt.startswith(context) for s in one_draw) and len({s.answer for s in one_draw}) == 3
+    positions = [context.index(s.answer.strip()) for s in one_draw]
+    assert positions == sorted(positions)  # each asked key sits at its own depth
+
+
+def test_queries_share_the_context_as_a_token_prefix():
+    from lpes_framework.scoring import prefix_groups
+
+    tok = CharTokenizer()
+    for task in (kv(chat_template=False), TASKS.build({"name": "niah", "context_tokens": 200, "layout": "queries",
+                                                       "depths": [0, 50, 100], "samples_per_position": 2})):
+        groups = prefix_groups(task.encode("search", tok))
+        assert [len(m) for _, m in groups] == [3] * task.samples_per_position  # one group per haystack
 
 
 def test_search_and_test_splits_are_disjoint():

@@ -122,6 +122,18 @@ def encode_sample(sample: Sample, tokenizer, use_chat: bool) -> Encoded:
     return Encoded(ids=ids, answer_start=start, sample=sample)
 
 
+LAYOUTS = ("queries", "move")
+
+
+def check_layout(name: str, layout: str) -> str:
+    """``queries``: one context per sample draw, one question per gold position about the item that sits
+    there (the samples share the context as a token prefix, so scoring runs it once); ``move``: one
+    gold item moved through the positions, one context per position (the original experiments)."""
+    if layout not in LAYOUTS:
+        raise LpesError(f"{name}: layout must be one of {', '.join(LAYOUTS)}, got '{layout}'")
+    return layout
+
+
 def check_positions(name: str, positions: Sequence[int], upper: int) -> list[int]:
     out = [int(p) for p in positions]
     if not out or any(p < 0 or p >= upper for p in out):

@@ -6,7 +6,7 @@ import json
 import uuid
 
 from ..errors import LpesError
-from .base import TASKS, Sample, Task, check_positions, rng_for
+from .base import TASKS, Sample, Task, check_layout, check_positions, rng_for
 
 PROMPT = ("Extract the value corresponding to the specified key in the JSON object below.\n\n"
           "JSON data:\n{records}\n\nKey: \"{key}\"\nCorresponding value:")
@@ -25,7 +25,7 @@ class KVRetrieval(Task):
     name = "kv_retrieval"
 
     def __init__(self, *, pairs: int = 10, gold_positions=(0, 4, 9), key_kind: str = "uuid", hex_len: int = 8,
-                 answer_prefix: str = "", **common):
+                 answer_prefix: str = "", layout: str = "queries", **common):
         super().__init__(**common)
         if pairs < 2:
             raise LpesError(f"kv_retrieval: pairs must be >= 2, got {pairs}")
@@ -34,6 +34,7 @@ class KVRetrieval(Task):
         self.key_kind = key_kind
         self.hex_len = hex_len
         self.answer_prefix = answer_prefix
+        self.layout = check_layout(self.name, layout)
         random_key(rng_for(0, "search", 0), key_kind, hex_len)  # validates key_kind now
 
     @property
@@ -46,10 +47,12 @@ class KVRetrieval(Task):
             rng = rng_for(self.seed, split, j)
             items = [(random_key(rng, self.key_kind, self.hex_len), random_key(rng, self.key_kind, self.hex_len))
                      for _ in range(self.pairs)]
-            gold, others = items[0], items[1:]
             for pos in self.gold_positions:
-                ordered = others[:pos] + [gold] + others[pos:]
+                if self.layout == "queries":  # one haystack, asked for the key that sits at pos
+                    ordered, (key, value) = items, items[pos]
+                else:  # the first pair moved to pos
+                    ordered, (key, value) = items[1:pos + 1] + items[:1] + items[pos + 1:], items[0]
                 records = json.dumps(dict(ordered), indent=1)
-                out.append(Sample(prompt=PROMPT.format(records=records, key=gold[0]), answer=gold[1],
+                out.append(Sample(prompt=PROMPT.format(records=records, key=key), answer=value,
                                   position=pos, prefix=self.answer_prefix))
         return out
