@@ -18,28 +18,12 @@ from omegaconf import DictConfig
 from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, plain, prepare
 from .curves import build_curve
 from .errors import LpesError
-from .evaluator import Evaluator, Scores, scores_to_json
+from .comparison import compare, format_intervals, format_table
+from .evaluator import Evaluator, scores_to_json
 from .export import load_factors, write_json_atomic
 from .models import load_model, load_tokenizer, peek
 from .plots import plot_by_position
 from .position import build_scheme, validate_factors
-
-
-def format_table(methods: dict[str, Scores]) -> str:
-    """Rows are methods, columns gold positions; each cell is 'accuracy% / log-prob' (perplexity for ppl tasks)."""
-    lines = []
-    for task in next(iter(methods.values())):
-        positions = list(next(iter(methods.values()))[task])
-        width = max(len(m) for m in methods) + 2
-        lines.append(f"[{task}] " + "acc% / logprob by gold position")
-        lines.append("method".ljust(width) + "".join(f"{p:>16}" for p in positions))
-        for name, scores in methods.items():
-            cells = []
-            for p in positions:
-                s = scores[task][p]
-                cells.append(f"ppl {s.perplexity:8.2f}" if p == "all" else f"{100 * s.accuracy:5.1f} / {s.logprob:7.3f}")
-            lines.append(name.ljust(width) + "".join(f"{c:>16}" for c in cells))
-    return "\n".join(lines)
 
 
 def file_method_names(paths) -> dict[str, str]:
@@ -88,16 +72,19 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
                           allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
     model, _, info = load_model(cfg.model, tokenizer)
     print(info.line())
-    results: dict[str, Scores] = {}
-    for name, (factors, scheme) in methods.items():
-        results[name] = evaluator.run(model, factors, build_scheme(scheme), desc=name)
-    table = format_table(results)
+    comparison = compare(evaluator, model, {name: (f, build_scheme(s)) for name, (f, s) in methods.items()})
+    if "unpatched" in methods:
+        for name in list(methods)[1:]:
+            comparison.add_intervals(name, "unpatched", resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))
+    results = comparison.scores
+    table = "\n".join(filter(None, [format_table(results), format_intervals(comparison)]))
     print(table)
     out_dir.mkdir(parents=True, exist_ok=True)
     payload = {"model": info.as_dict(), "split": cfg.split, "scoring": cfg.scoring,
                "tasks": {k: t.describe() for k, t in tasks.items()},
                "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}
-                           for name, (f, s) in methods.items()}}
+                           for name, (f, s) in methods.items()},
+               "intervals": comparison.as_json()["intervals"]}
     write_json_atomic(out_dir / "results.json", payload)
     plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
     (out_dir / "table.txt").write_text(table + "\n")

@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 
 from .errors import LpesError
 from .position import Scheme, apply_layer_scaling
-from .results import PositionStats, by_position
+from .results import PositionStats, ScoreRow, by_position
 from .scoring import get_scorer
 from .tasks import Task
 
@@ -41,20 +41,25 @@ class Evaluator:
     def samples(self) -> int:
         return sum(len(items) for items in self.encoded.values())
 
-    def run(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
-            desc: str = "eval") -> Scores:
-        """Scores of ``model`` by task and gold position; ``factors=None`` evaluates it unpatched."""
+    def rows(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
+             desc: str = "eval") -> dict[str, list[ScoreRow]]:
+        """Per-sample scores of ``model`` by task; ``factors=None`` evaluates it unpatched."""
         handle = apply_layer_scaling(model, factors, scheme) if factors is not None else None
         try:
             with tqdm(total=self.samples, desc=desc, disable=not self.progress, leave=False) as bar:
-                return {name: by_position(self.scorer(
+                return {name: self.scorer(
                             model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
                             tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
-                            share_prefix=self.share_prefix, progress=bar.update))
+                            share_prefix=self.share_prefix, progress=bar.update)
                         for name, items in self.encoded.items()}
         finally:
             if handle is not None:
                 handle.remove()
+
+    def run(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
+            desc: str = "eval") -> Scores:
+        """Scores of ``model`` by task and gold position; ``factors=None`` evaluates it unpatched."""
+        return {name: by_position(rows) for name, rows in self.rows(model, factors, scheme, desc).items()}
 
 
 def scores_to_json(scores: Scores) -> dict:

@@ -18,6 +18,7 @@ class ScoreRow:
     first_logprob: float
     tokens: int  # answer tokens scored
     token_logprobs: tuple[float, ...] = ()  # log-probability of each gold answer token
+    context: int = 0  # the sample's draw (haystack, record): paired comparisons resample these
 
 
 @dataclass(frozen=True)

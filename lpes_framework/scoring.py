@@ -113,7 +113,7 @@ def _rows(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: l
         hits = lp.argmax(-1) == gold
         rows.append(ScoreRow(position=b.sample.position, logprob=float(token_lp.mean()), exact=bool(hits.all()),
                              first=bool(hits[0]), first_logprob=float(token_lp[0]), tokens=span,
-                             token_logprobs=tuple(token_lp.tolist())))
+                             token_logprobs=tuple(token_lp.tolist()), context=b.sample.context))
     return rows
 
 
@@ -233,7 +233,8 @@ def score_generate(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_
                 f = forced[i]
                 rows[i] = ScoreRow(position=f.position, logprob=f.logprob,
                                    exact=answer_found(text, (b.sample.answer, *b.sample.alternatives)),
-                                   first=bool(new[:1] == gold[:1]), first_logprob=f.first_logprob, tokens=f.tokens)
+                                   first=bool(new[:1] == gold[:1]), first_logprob=f.first_logprob, tokens=f.tokens,
+                                   token_logprobs=f.token_logprobs, context=f.context)
             if progress:
                 progress(len(batch))
     return rows  # type: ignore[return-value]

@@ -18,9 +18,9 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from .cli import build_tasks, plain, prepare
+from .comparison import compare, format_intervals, format_table
 from .curves import build_curve
 from .errors import LpesError
-from .evaluate import format_table
 from .evaluator import Evaluator, scores_from_json, scores_to_json
 from .export import factors_record, write_json_atomic
 from .fitness import FitnessWeights, outcome
@@ -33,7 +33,7 @@ from .store import RunStore, cache_key
 from .tasks import TASKS
 
 # Keys that may change between a run and its resume without changing any score.
-_RESUME_FREE = {"resume", "logger", "threads", "progress"}
+_RESUME_FREE = {"resume", "logger", "threads", "progress", "validation"}
 
 
 def _fingerprint(cfg: DictConfig) -> dict:
@@ -53,6 +53,8 @@ class Search:
         self.shape = peek(cfg.model)
         self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
+        if int(cfg.validation.top_k) < 1:
+            raise LpesError(f"validation.top_k must be >= 1, got {cfg.validation.top_k}")
         if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
             self.tasks["perplexity"] = TASKS.build({"seed": int(cfg.seed)} | plain(cfg.perplexity_task))
         # everything besides the factors that changes a search-split score: the evaluation cache key
@@ -60,7 +62,7 @@ class Search:
                         "scoring": cfg.scoring, "share_prefix": cfg.share_prefix, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
         # prompts are tokenised and measured against the model's window before any weights load
         self.tokenizer = load_tokenizer(cfg.model)
-        self.evaluators = {split: self._evaluator(split) for split in ("search", "test")}
+        self.evaluators = {split: self._evaluator(split) for split in ("search", "validation", "test")}
         self.store = RunStore(self.out)
         self.log: list[dict] = []
         self._restore_or_refuse(cfg.resume)
@@ -137,43 +139,78 @@ class Search:
     def run(self) -> dict:
         self.setup()
         logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
-        self.loop(logger)
-        summary = self.finish()
-        logger.log_summary({"best_fitness": summary["search"]["fitness"]})
-        logger.finish()
+        try:
+            self.loop(logger)
+            summary = self.finish()
+            logger.log_summary({"best_fitness": summary["search"]["fitness"]})
+        finally:
+            logger.finish()
         return summary
 
     def finish(self) -> dict:
-        genome, best = self.optimizer.best()
-        factors = self.curve.factors(genome)
-        uniform = self.uniform_baseline(factors)
-        test, model = self.evaluators["test"], self.model
-        methods = {"unpatched": test.run(model, None, desc="test unpatched"),
-                   f"uniform {uniform:g}": test.run(model, [uniform] * len(factors), self.scheme, desc="test uniform"),
-                   "found": test.run(model, factors, self.scheme, desc="test found")}
+        """Pick the answer on fresh data, then measure it on the held-out test split.
+
+        The search's best is the luckiest of many noisy scores (the winner's curse), so the ``top_k``
+        candidates and the best uniform scaling are re-scored on the ``validation`` split and the best
+        there is the answer. The test split then compares it with the unpatched model and the uniform
+        scaling, with paired bootstrap intervals over contexts.
+        """
+        top = self.top_candidates(int(self.cfg.validation.top_k))
+        uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
+        n_layers = self.shape.n_layers
+        uniform_name = f"uniform {uniform:g}"
+        candidates = {f"top {i + 1}": (self.curve.factors(g), self.scheme) for i, (g, _) in enumerate(top)}
+        validation = compare(self.evaluators["validation"], self.model,
+                             {"unpatched": (None, None), **candidates, uniform_name: ([uniform] * n_layers, self.scheme)},
+                             prefix="validation ")
+        val_scores = validation.scores
+        val_fitness = {n: outcome(s, val_scores["unpatched"], self.tasks, self.weights).fitness
+                       for n, s in val_scores.items()}
+        chosen = max(candidates, key=lambda n: val_fitness[n])
+        genome, best = top[int(chosen.split()[1]) - 1]
+        factors = candidates[chosen][0]
+        test = compare(self.evaluators["test"], self.model,
+                       {"unpatched": (None, None), uniform_name: ([uniform] * n_layers, self.scheme),
+                        "found": (factors, self.scheme)}, prefix="test ")
+        resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
+        test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
+        test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
+        methods = test.scores
         test_outcomes = {name: outcome(s, methods["unpatched"], self.tasks, self.weights).__dict__
                          for name, s in methods.items()}
-        metrics = {"search": best.__dict__, "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)}
-                                                    for n, s in methods.items()}}
+        metrics = {"search": best.__dict__,
+                   "validation": {"chosen": chosen, "fitness": val_fitness,
+                                  "genomes": {n: [float(x) for x in g] for n, (g, _) in zip(candidates, top)}},
+                   "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)} for n, s in methods.items()},
+                   "intervals": test.as_json()["intervals"]}
         record = factors_record(model=self.info.as_dict(), scheme=self.scheme_cfg, factors=factors,
                                 curve=self.curve.describe(), genome=genome, metrics=metrics)
         write_json_atomic(self.out / "best_factors.json", record)
-        plot_factors({"found": factors, f"uniform {uniform:g}": [uniform] * len(factors)}, self.out / "factors.png")
+        plot_factors({"found": factors, uniform_name: [uniform] * len(factors)}, self.out / "factors.png")
         plot_progress([e["best_fitness"] for e in self.log], [e["mean_fitness"] for e in self.log],
                       self.out / "progress.png")
-        plot_by_position(methods, self.out / "by_position.png", title=f"{self.info.name}: held-out test split")
+        middle = {task: per["middle"] for task, per in test.intervals["found - unpatched"].items()}
+        subtitle = "; ".join(f"{task} middle, found - unpatched: {i} points" for task, i in middle.items())
+        plot_by_position(methods, self.out / "by_position.png",
+                         title=f"{self.info.name}: held-out test split\n{subtitle}")
         if hasattr(self.optimizer, "front"):
             front = self.optimizer.front()
             write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
             points = [(o.perplexity, o.retrieval) for _, o in self.optimizer.history.values()
                       if math.isfinite(o.perplexity)]
             plot_pareto(points, [(o.perplexity, o.retrieval) for _, o in front], self.out / "pareto.png")
-        table = format_table(methods)
-        self._report(factors, best, test_outcomes, table)
+        table = format_table(methods) + "\n" + format_intervals(test)
+        self._report(factors, best, val_fitness, chosen, test_outcomes, table)
         print(table)
-        print(f"best search fitness {best.fitness:.4f}; test fitness found {test_outcomes['found']['fitness']:.4f} "
-              f"vs uniform {test_outcomes[f'uniform {uniform:g}']['fitness']:.4f}; wrote {self.out}")
-        return {"search": best.__dict__, "test": test_outcomes, "factors": factors.tolist()}
+        print(f"best search fitness {best.fitness:.4f}; validation chose {chosen} ({val_fitness[chosen]:.4f}); "
+              f"test fitness found {test_outcomes['found']['fitness']:.4f} vs uniform "
+              f"{test_outcomes[uniform_name]['fitness']:.4f}; wrote {self.out}")
+        return {"search": best.__dict__, "test": test_outcomes, "factors": factors.tolist(), "chosen": chosen}
+
+    def top_candidates(self, k: int) -> list:
+        """The ``k`` best distinct genomes of the search, best first: (genome, outcome)."""
+        ranked = sorted(self.optimizer.history.values(), key=lambda item: item[1].fitness, reverse=True)
+        return [(np.asarray(g), o) for g, o in ranked[:k]]
 
     def uniform_baseline(self, factors) -> float:
         """The uniform factor to test next to the found ones: the best non-identity uniform scaling the
@@ -182,7 +219,7 @@ class Search:
                    if len(set(g)) == 1 and g[0] != 1.0]
         return round(float(max(uniform)[1] if uniform else np.mean(factors)), 4)
 
-    def _report(self, factors, best: Outcome, test_outcomes: dict, table: str) -> None:
+    def _report(self, factors, best: Outcome, val_fitness: dict, chosen: str, test_outcomes: dict, table: str) -> None:
         lines = [f"# LPES search report: {self.info.name}", "",
                  f"- scheme: `{self.scheme_cfg}`", f"- curve: `{self.curve.describe()}`",
                  f"- optimizer: `{plain(self.cfg.optimizer)}`",
@@ -190,7 +227,11 @@ class Search:
                  f"- best search fitness: {best.fitness:.4f} (0 = unpatched)", "",
                  "## Found factors", "", "`" + ", ".join(f"{f:.3f}" for f in factors) + "`", "",
                  "![factors](factors.png) ![progress](progress.png)", "",
-                 "## Held-out test split (exact match % / mean gold log-prob)", "", "```", table, "```", "",
+                 "## Validation: the search's top candidates re-scored on fresh samples", "",
+                 "| method | validation fitness |", "|---|---|"]
+        lines += [f"| {name}{' (chosen)' if name == chosen else ''} | {f:.4f} |" for name, f in val_fitness.items()]
+        lines += ["", "## Held-out test split (exact match % / mean gold log-prob; differences in points with "
+                 "95% paired bootstrap intervals over contexts)", "", "```", table, "```", "",
                  "| method | test fitness |", "|---|---|"]
         lines += [f"| {name} | {o['fitness']:.4f} |" for name, o in test_outcomes.items()]
         lines += ["", "![by position](by_position.png)", ""]

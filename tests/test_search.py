@@ -37,7 +37,12 @@ def test_search_writes_every_output(ga_run):
     assert all({"genome", "factors", "scores", "outcome", "seconds"} <= r.keys() for r in candidates)
     assert len({r["key"] for r in rows}) == len(rows)  # no genome evaluated twice
     assert candidates[0]["factors"] == [1.0] * 4  # the identity seeds the population
-    assert "Held-out test split" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "Held-out test split" in report and "(chosen)" in report and "found - unpatched" in report
+    validation = best["metrics"]["validation"]
+    assert validation["chosen"] in validation["fitness"] and len(validation["genomes"]) == 5
+    middle = best["metrics"]["intervals"]["found - unpatched"]["kv_retrieval"]["middle"]
+    assert middle["low"] <= middle["delta"] <= middle["high"]
     assert "found" in proc.stdout
 
 

@@ -1,9 +1,10 @@
 """What every task is: a deterministic generator of scored samples, labelled by gold position.
 
 A sample is a prompt and the gold answer that should follow it. Samples are produced from a seed and a
-split; the ``search`` and ``test`` splits are disjoint by construction: sample ``j`` of a split comes
-from stream index ``2 * j + split`` (or, for files, from even vs odd records), so no stream index is
-ever shared. Tasks that move one fact through the context (key-value retrieval, needles, documents)
+split; the ``search``, ``validation`` and ``test`` splits are disjoint by construction: draw ``j`` of
+``search``/``test`` comes from the random stream ``[seed, 2 * j + split]`` and of ``validation`` from
+``[seed, j, 2]`` (a different entropy shape, so never one of the others); file records go to ``search``
+(even lines), ``test`` (lines 1, 5, 9, ...) and ``validation`` (lines 3, 7, 11, ...). Tasks that move one fact through the context (key-value retrieval, needles, documents)
 build each context once and place the gold item at every gold position, so positions are compared
 on the same material.
 """
@@ -18,7 +19,7 @@ import numpy as np
 from ..errors import LpesError
 from ..registry import Registry
 
-SPLITS = ("search", "test")
+SPLITS = ("search", "test", "validation")
 TASKS: Registry = Registry("task", "lpes_framework.tasks")
 
 
@@ -29,6 +30,7 @@ class Sample:
     position: int | str  # gold position label (an index, a depth in percent, or 'all')
     prefix: str = ""  # text the answer turn starts with (not scored), e.g. an opening quote
     alternatives: tuple[str, ...] = ()  # other accepted answers (generation scoring)
+    context: int = 0  # which draw (haystack, record) it comes from: the unit a paired bootstrap resamples
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,15 @@ def split_index(split: str) -> int:
 
 
 def rng_for(seed: int, split: str, j: int) -> np.random.Generator:
-    return np.random.default_rng([seed, 2 * j + split_index(split)])
+    index = split_index(split)
+    return np.random.default_rng([seed, j, 2] if split == "validation" else [seed, 2 * j + index])
+
+
+def split_records(records: Sequence, split: str) -> list:
+    """The records of a file that belong to ``split`` (see the module docstring)."""
+    if split == "search":
+        return list(records[0::2])
+    return list(records[1::4] if split_index(split) == 1 else records[3::4])
 
 
 class Task:

@@ -54,5 +54,5 @@ class KVRetrieval(Task):
                     ordered, (key, value) = items[1:pos + 1] + items[:1] + items[pos + 1:], items[0]
                 records = json.dumps(dict(ordered), indent=1)
                 out.append(Sample(prompt=PROMPT.format(records=records, key=key), answer=value,
-                                  position=pos, prefix=self.answer_prefix))
+                                  position=pos, prefix=self.answer_prefix, context=j))
         return out

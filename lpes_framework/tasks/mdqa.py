@@ -1,8 +1,8 @@
 """Multi-document QA in the "Lost in the Middle" file format (jsonl or jsonl.gz).
 
 Each line: ``{"question": str, "answers": [str, ...], "ctxs": [{"title", "text", "isgold"?}, ...]}``.
-The gold document (``isgold`` true, else the first) is moved to each gold index. Records alternate
-between the splits: even lines are ``search``, odd lines ``test``.
+The gold document (``isgold`` true, else the first) is moved to each gold index. Even lines are the
+``search`` split; odd lines alternate between ``test`` and ``validation``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from ..errors import LpesError
-from .base import TASKS, Sample, Task, file_stamp, split_index
+from .base import TASKS, Sample, Task, file_stamp, split_records
 
 PROMPT = ("Write a high-quality answer for the given question using only the provided search results "
           "(some of which might be irrelevant).\n\n{documents}\n\nQuestion: {question}\nAnswer:")
@@ -57,9 +57,9 @@ class MultiDocQA(Task):
         return super().describe() | {"file_stamp": file_stamp(self.path)}
 
     def samples(self, split: str, tokenizer=None) -> list[Sample]:
-        records = self._records[split_index(split)::2][: self.samples_per_position]
+        records = split_records(self._records, split)[: self.samples_per_position]
         out = []
-        for rec in records:
+        for j, rec in enumerate(records):
             ctxs = rec["ctxs"]
             gold_idx = next((i for i, c in enumerate(ctxs) if c.get("isgold")), 0)
             gold, others = ctxs[gold_idx], (ctxs[:gold_idx] + ctxs[gold_idx + 1:])[: self.documents - 1]
@@ -70,5 +70,5 @@ class MultiDocQA(Task):
                 text = "\n".join(f"Document [{i + 1}](Title: {d.get('title', '')}) {d['text']}" for i, d in enumerate(docs))
                 answers = [str(a) for a in rec["answers"]]
                 out.append(Sample(prompt=PROMPT.format(documents=text, question=rec["question"]),
-                                  answer=" " + answers[0], position=pos, alternatives=tuple(answers[1:])))
+                                  answer=" " + answers[0], position=pos, alternatives=tuple(answers[1:]), context=j))
         return out

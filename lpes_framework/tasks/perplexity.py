@@ -1,7 +1,7 @@
 """Perplexity on long natural text: Python's own documentation (``pydoc_data.topics``) or user files.
 
-The text is cut into non-overlapping windows of ``window_tokens``; even windows are the ``search``
-split, odd windows ``test``. Each window is one sample whose whole continuation (after the first
+The text is cut into non-overlapping windows of ``window_tokens``, shared between the splits as file
+records are (``base.split_records``: even windows ``search``, odd ones ``test`` and ``validation``). Each window is one sample whose whole continuation (after the first
 token) is scored, so perplexity = exp(-mean token log-prob).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import LpesError
-from .base import TASKS, Encoded, Sample, Task, file_stamp, split_index
+from .base import TASKS, Encoded, Sample, Task, file_stamp, split_records
 
 
 def builtin_text() -> str:
@@ -50,9 +50,9 @@ class Perplexity(Task):
     def encode(self, split: str, tokenizer) -> list[Encoded]:
         ids = tokenizer(self._text(), add_special_tokens=False)["input_ids"]
         n = self.window_tokens
-        windows = [ids[i:i + n] for i in range(0, len(ids) - n + 1, n)][split_index(split)::2]
+        windows = split_records([ids[i:i + n] for i in range(0, len(ids) - n + 1, n)], split)
         if len(windows) < self.samples_per_position:
             raise LpesError(f"perplexity: text gives {len(windows)} {split} windows of {n} tokens, "
                             f"fewer than the {self.samples_per_position} asked for")
-        sample = Sample(prompt="", answer="", position="all")
-        return [Encoded(ids=w, answer_start=1, sample=sample) for w in windows[: self.samples_per_position]]
+        return [Encoded(ids=w, answer_start=1, sample=Sample(prompt="", answer="", position="all", context=j))
+                for j, w in enumerate(windows[: self.samples_per_position])]

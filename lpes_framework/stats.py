@@ -1,0 +1,72 @@
+"""Paired bootstrap over contexts: how sure is a difference between two methods scored on the same samples?
+
+Samples of one draw (a haystack, a record) are correlated: the same context is asked about at every
+gold position, and a hard haystack is hard for every method. So the unit resampled is the context,
+not the sample: each resample draws contexts with replacement and recomputes the mean difference of
+exact match per gold position, and over the middle positions (all but the shallowest and the deepest).
+The 95% interval is the 2.5th..97.5th percentile of those resampled differences, in percentage points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .results import ScoreRow
+
+
+@dataclass(frozen=True)
+class Interval:
+    delta: float  # observed mean difference, percentage points
+    low: float  # 95% bootstrap interval
+    high: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.delta:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+
+
+def middle_positions(positions: Sequence[str]) -> list[str]:
+    """Gold positions other than the shallowest and the deepest (all of them when there are two or fewer)."""
+    depth = {p: float(p) for p in positions}
+    if len(depth) <= 2:
+        return list(positions)
+    ends = {min(depth, key=depth.get), max(depth, key=depth.get)}
+    return [p for p in positions if p not in ends]
+
+
+def paired_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples: int = 2000,
+                     seed: int = 0) -> dict[str, Interval]:
+    """Exact match of ``a`` minus ``b`` (the same samples, in the same order) per gold position and for
+    ``middle``, with 95% intervals from resampling contexts."""
+    if len(a) != len(b) or any((x.position, x.context) != (y.position, y.context) for x, y in zip(a, b)):
+        raise ValueError("paired_bootstrap needs the same samples scored by both methods")
+    positions = list(dict.fromkeys(str(r.position) for r in a))
+    contexts = sorted({r.context for r in a})
+    column = {p: i for i, p in enumerate(positions)}
+    row = {c: i for i, c in enumerate(contexts)}
+    total = np.zeros((len(contexts), len(positions)))
+    count = np.zeros_like(total)
+    for x, y in zip(a, b):
+        cell = row[x.context], column[str(x.position)]
+        total[cell] += float(x.exact) - float(y.exact)
+        count[cell] += 1
+    middle = [column[p] for p in middle_positions(positions)]
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(len(contexts), size=(resamples, len(contexts)))
+
+    def summary(diff_sum: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """Mean difference per position, and over the middle positions (last column), in points."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_position = 100 * diff_sum / n
+        return np.concatenate([per_position, np.nanmean(per_position[..., middle], axis=-1, keepdims=True)], axis=-1)
+
+    observed = summary(total.sum(0), count.sum(0))
+    resampled = summary(total[draws].sum(1), count[draws].sum(1))
+    low, high = np.nanpercentile(resampled, [2.5, 97.5], axis=0)
+    names = positions + ["middle"]
+    return {name: Interval(float(observed[i]), float(low[i]), float(high[i])) for i, name in enumerate(names)}

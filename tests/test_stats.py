@@ -1,0 +1,53 @@
+"""The paired bootstrap on synthetic rows: known differences, paired by context."""
+
+import numpy as np
+import pytest
+
+from lpes_framework.results import ScoreRow
+from lpes_framework.stats import middle_positions, paired_bootstrap
+
+
+def rows(exact_by_context_position: dict) -> list[ScoreRow]:
+    return [ScoreRow(position=p, logprob=-1.0, exact=bool(e), first=bool(e), first_logprob=-1.0, tokens=2, context=c)
+            for (c, p), e in exact_by_context_position.items()]
+
+
+def test_middle_positions_are_all_but_the_ends_by_depth():
+    assert middle_positions(["19", "0", "10", "5"]) == ["10", "5"]
+    assert middle_positions(["0", "9"]) == ["0", "9"]
+
+
+def test_a_sure_gain_has_a_tight_interval():
+    contexts = range(30)
+    found = rows({(c, p): p != 9 or True for c in contexts for p in (0, 5, 9)})
+    base = rows({(c, p): p != 5 for c in contexts for p in (0, 5, 9)})
+    result = paired_bootstrap(found, base)
+    assert result["5"].delta == result["5"].low == result["5"].high == 100.0
+    assert result["0"].delta == 0.0 and result["middle"].delta == 100.0
+
+
+def test_identical_methods_give_zero_and_noise_gives_an_interval_around_the_estimate():
+    rng = np.random.default_rng(1)
+    table = {(c, p): rng.random() < 0.5 for c in range(40) for p in (0, 10, 20, 30)}
+    same = paired_bootstrap(rows(table), rows(table))
+    assert all(i.delta == i.low == i.high == 0.0 for i in same.values())
+    other = {k: rng.random() < 0.6 for k in table}
+    result = paired_bootstrap(rows(other), rows(table))
+    for interval in result.values():
+        assert interval.low <= interval.delta <= interval.high and interval.high - interval.low > 5
+
+
+def test_contexts_are_the_resampled_unit():
+    """A context where everything flips moves all its positions together: wider than sample-level noise."""
+    table_a = {(c, p): c < 10 for c in range(20) for p in range(5)}
+    table_b = {(c, p): False for c in range(20) for p in range(5)}
+    middle = paired_bootstrap(rows(table_a), rows(table_b), resamples=4000)["middle"]
+    assert middle.delta == pytest.approx(50.0)
+    assert middle.high - middle.low > 30  # 20 contexts, not 60 independent samples
+
+
+def test_unpaired_rows_are_refused():
+    a = rows({(0, 0): True, (1, 0): False})
+    b = rows({(1, 0): True, (0, 0): False})
+    with pytest.raises(ValueError, match="same samples"):
+        paired_bootstrap(a, b)
