@@ -84,6 +84,19 @@ def _converted(gguf_dir: str, gguf_file: str, part: str) -> Path:
     return cache_dir() / "converted" / f"{gguf.stem}-{tag}" / part
 
 
+def converted_dirs(cfg) -> tuple[Path, Path]:
+    """(model folder, tokenizer folder) of the de-quantised copy of a GGUF model: a plain Hugging Face
+    model any other tool can load (lm-eval's ``pretrained=``). Converts on first use."""
+    source, gguf_file = resolve_source(cfg)
+    if not gguf_file:
+        raise LpesError(f"model '{cfg.get('name')}' is not a GGUF file; use its name_or_path directly")
+    model_dir = _converted(source, gguf_file, "model")
+    if not model_dir.is_dir():
+        load_model(cfg)
+    load_tokenizer(cfg)
+    return model_dir, _converted(source, gguf_file, "tokenizer")
+
+
 def save_dequantised(model, path) -> None:
     """``save_pretrained`` for a model loaded from GGUF: its weights are already plain tensors, but the
     GGUF quantizer marks it unsaveable, so the marker is dropped for the duration of the save."""

@@ -1,0 +1,83 @@
+"""The ``lpes`` model type inside lm-evaluation-harness, offline: a local JSONL task on the embedded model."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lpes_framework.export import factors_record, write_json_atomic
+
+pytestmark = pytest.mark.slow
+lm_eval = pytest.importorskip("lm_eval")
+
+TASK_YAML = """task: lpes_local_choice
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: "{{{{answer}}}}"
+metric_list:
+  - metric: acc
+"""
+
+
+@pytest.fixture(scope="module")
+def local_task(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lm_eval_task")
+    rows = [{"question": f"The value for key {k} is {v}. The value for key {k} is", "answer": 0,
+             "choices": [f" {v}", f" {v + 17}", f" {v * 3 + 1}"]} for k, v in [(3, 41), (8, 77), (5, 12), (9, 60)]]
+    data = folder / "data.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    (folder / "task.yaml").write_text(TASK_YAML.format(data=data))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def embedded_dirs(smollm2):
+    from lpes_framework.config import compose_config
+    from lpes_framework.models import converted_dirs
+
+    return converted_dirs(compose_config("config", ["model=smollm2"]).model)
+
+
+def loglikelihoods(local_task, model_type: str, model_args: dict) -> list[float]:
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    import lpes_framework.lm_eval  # noqa: F401  registers `lpes`
+
+    out = simple_evaluate(model=model_type, model_args=model_args, tasks=["lpes_local_choice"], device="cpu",
+                          batch_size=2, log_samples=True, task_manager=TaskManager(include_path=str(local_task)))
+    return [float(r[0]) for s in out["samples"]["lpes_local_choice"] for r in s["filtered_resps"]]
+
+
+def test_all_ones_equal_hf_and_other_factors_change_the_scores(local_task, embedded_dirs, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    model_dir, tok_dir = embedded_dirs
+    args = {"pretrained": str(model_dir), "tokenizer": str(tok_dir), "dtype": "float32"}
+    ones, scaled = tmp_path / "ones.json", tmp_path / "scaled.json"
+    write_json_atomic(ones, factors_record(model={}, scheme={"name": "rope"}, factors=[1.0] * 30))
+    write_json_atomic(scaled, factors_record(model={}, scheme={"name": "rope"}, factors=[2.0] * 30))
+    hf = loglikelihoods(local_task, "hf", args)
+    assert len(hf) == 12 and all(x < 0 for x in hf)
+    assert loglikelihoods(local_task, "lpes", args | {"factors": str(ones)}) == hf
+    changed = loglikelihoods(local_task, "lpes", args | {"factors": str(scaled)})
+    assert max(abs(a - b) for a, b in zip(changed, hf)) > 0.1
+
+
+def test_command_line_wrapper_knows_the_lpes_model(local_task, embedded_dirs, tmp_path):
+    model_dir, tok_dir = embedded_dirs
+    factors = tmp_path / "f.json"
+    write_json_atomic(factors, factors_record(model={}, scheme={"name": "ntk"}, factors=[1.2] * 30))
+    proc = subprocess.run(
+        [sys.executable, "-m", "lpes_framework.lm_eval", "run", "--model", "lpes", "--model_args",
+         f"pretrained={model_dir},tokenizer={tok_dir},factors={factors}", "--tasks", "lpes_local_choice",
+         "--include_path", str(local_task), "--device", "cpu", "--batch_size", "2"],
+        capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "HF_DATASETS_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "lpes_local_choice" in proc.stdout and "acc" in proc.stdout
