@@ -50,7 +50,7 @@ class Evaluator:
                 return {name: self.scorer(
                             model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
                             tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
-                            share_prefix=self.share_prefix, progress=bar.update)
+                            share_prefix=self.share_prefix, match=self.tasks[name].matches, progress=bar.update)
                         for name, items in self.encoded.items()}
         finally:
             if handle is not None:

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import torch
 
 from .errors import LpesError
+from .metrics import answer_found
 from .results import ScoreRow
 from .tasks.base import Encoded
 
@@ -181,12 +182,6 @@ def score_teacher_forced(model, items: Sequence[Encoded], *, batch_size: int = 4
     return rows  # type: ignore[return-value]
 
 
-def answer_found(text: str, answers: Sequence[str]) -> bool:
-    """The papers' generation metric: a gold answer appears in the generated text."""
-    low = text.lower()
-    return any(a.strip().lower() in low for a in answers if a.strip())
-
-
 def _generate(model, batch: list[Encoded], cache, pad_id: int, max_new_tokens: int) -> torch.Tensor:
     """Greedy continuations of the prompts of ``batch``. With the cache of a shared prefix, the prompts
     have equal lengths (no padding after the prefix) and decoding starts from a copy of that cache."""
@@ -207,10 +202,11 @@ def _by_prompt_length(items: Sequence[Encoded], members: list[int]) -> list[list
 @_scorer("generate")
 @torch.no_grad()
 def score_generate(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_id: int = 0, tokenizer=None,
-                   max_new_tokens: int = 48, share_prefix: bool = True,
+                   max_new_tokens: int = 48, share_prefix: bool = True, match: Callable = answer_found,
                    progress: Callable[[int], None] | None = None) -> list[ScoreRow]:
-    """Real greedy generation: ``exact`` is the papers' metric (answer appears in the output); the
-    log-probabilities still come from teacher forcing so both scorers report the same continuous signal."""
+    """Real greedy generation: ``exact`` is the task's generation metric ``match(text, answers)`` (by
+    default: a gold answer appears in the output); the log-probabilities still come from teacher forcing
+    so both scorers report the same continuous signal."""
     if tokenizer is None:
         raise LpesError("scoring=generate needs the tokenizer")
     forced = score_teacher_forced(model, items, batch_size=batch_size, pad_id=pad_id, share_prefix=share_prefix)
@@ -232,7 +228,7 @@ def score_generate(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_
                 gold = b.ids[b.answer_start:]
                 f = forced[i]
                 rows[i] = ScoreRow(position=f.position, logprob=f.logprob,
-                                   exact=answer_found(text, (b.sample.answer, *b.sample.alternatives)),
+                                   exact=match(text, (b.sample.answer, *b.sample.alternatives)),
                                    first=bool(new[:1] == gold[:1]), first_logprob=f.first_logprob, tokens=f.tokens,
                                    token_logprobs=f.token_logprobs, context=f.context)
             if progress:

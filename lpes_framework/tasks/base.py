@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import LpesError
+from ..metrics import answer_found
 from ..registry import Registry
 
 SPLITS = ("search", "test", "validation")
@@ -92,6 +93,10 @@ class Task:
     def samples(self, split: str, tokenizer) -> list[Sample]:
         raise NotImplementedError
 
+    def matches(self, text: str, answers: Sequence[str]) -> bool:
+        """Generation metric (``scoring=generate``): does the generated text answer the question."""
+        return answer_found(text, answers)
+
     def describe(self) -> dict:
         """Everything that changes the samples: part of the evaluation cache key."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")} | {"name": self.name}
@@ -130,6 +135,27 @@ def encode_sample(sample: Sample, tokenizer, use_chat: bool) -> Encoded:
     if start == len(ids) or not sample.answer:
         raise LpesError(f"empty gold answer for sample at position {sample.position}")
     return Encoded(ids=ids, answer_start=start, sample=sample)
+
+
+def read_jsonl(path: str, task: str) -> list[dict]:
+    """The JSON objects of a .jsonl, .jsonl.gz or .jsonl.xz file, or a one-line error naming the task."""
+    import gzip
+    import json
+    import lzma
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise LpesError(f"{task}: file not found: {path}")
+    opener = {".gz": gzip.open, ".xz": lzma.open}.get(p.suffix, open)
+    try:
+        with opener(p, "rt", encoding="utf-8") as fh:
+            records = [json.loads(line) for line in fh if line.strip()]
+    except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LpesError(f"{task}: cannot read {path}: {type(exc).__name__}: {exc}") from exc
+    if not all(isinstance(r, dict) for r in records):
+        raise LpesError(f"{task}: {path} must hold one JSON object per line")
+    return records
 
 
 LAYOUTS = ("queries", "move")

@@ -1,33 +1,23 @@
-"""Multi-document QA in the "Lost in the Middle" file format (jsonl or jsonl.gz).
+"""Multi-document QA in the "Lost in the Middle" file format (.jsonl, .jsonl.gz or .jsonl.xz).
 
 Each line: ``{"question": str, "answers": [str, ...], "ctxs": [{"title", "text", "isgold"?}, ...]}``.
-The gold document (``isgold`` true, else the first) is moved to each gold index. Even lines are the
+The gold document (``isgold`` true, else the first) is moved to each gold index. With
+``scoring=generate`` an answer counts by the benchmark's normalised best-subspan exact match. Even lines are the
 ``search`` split; odd lines alternate between ``test`` and ``validation``.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
 from ..errors import LpesError
-from .base import TASKS, Sample, Task, file_stamp, split_records
+from ..metrics import best_subspan_em
+from .base import TASKS, Sample, Task, file_stamp, read_jsonl, split_records
 
 PROMPT = ("Write a high-quality answer for the given question using only the provided search results "
           "(some of which might be irrelevant).\n\n{documents}\n\nQuestion: {question}\nAnswer:")
 
 
 def read_records(path: str) -> list[dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise LpesError(f"mdqa: file not found: {path}")
-    opener = gzip.open if p.suffix == ".gz" else open
-    try:
-        with opener(p, "rt", encoding="utf-8") as fh:
-            records = [json.loads(line) for line in fh if line.strip()]
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise LpesError(f"mdqa: cannot read {path}: {type(exc).__name__}: {exc}") from exc
+    records = read_jsonl(path, "mdqa")
     for i, rec in enumerate(records):
         if not {"question", "answers", "ctxs"} <= rec.keys() or not rec["answers"] or not rec["ctxs"]:
             raise LpesError(f"mdqa: record {i} of {path} lacks question/answers/ctxs")
@@ -52,6 +42,9 @@ class MultiDocQA(Task):
     @property
     def positions(self) -> list:
         return list(self.gold_positions)
+
+    def matches(self, text: str, answers) -> bool:
+        return best_subspan_em(text, answers)
 
     def describe(self) -> dict:
         return super().describe() | {"file_stamp": file_stamp(self.path)}
