@@ -72,14 +72,15 @@ def number(value, setting: str) -> float:
         raise LpesError(f"{setting}: {value!r} is not a number") from None
 
 
-def build_tasks(cfg) -> dict:
-    """The primary ``task`` plus ``extra_tasks``, keyed by name (extra tasks keep their dict key)."""
-    from .tasks import TASKS
-
+def task_specs(cfg) -> dict[str, dict]:
+    """Configs of the primary ``task`` plus ``extra_tasks``, keyed by name (extra tasks keep their dict
+    key), each with the run's seed unless it sets its own."""
     specs = {cfg.task.name: plain(cfg.task)} | {k: plain(v) for k, v in (cfg.get("extra_tasks") or {}).items()}
     seed = int(cfg.get("seed", 0))
-    tasks = {}
-    for key, spec in specs.items():
-        spec.setdefault("seed", seed)
-        tasks[key] = TASKS.build(spec)
-    return tasks
+    return {key: {"seed": seed} | spec for key, spec in specs.items()}
+
+
+def build_tasks(cfg) -> dict:
+    from .tasks import TASKS
+
+    return {key: TASKS.build(spec) for key, spec in task_specs(cfg).items()}

@@ -6,12 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .evaluator import Evaluator, Scores, scores_to_json
-from .position import Scheme
+from .evaluator import Scores, scores_to_json
 from .results import ScoreRow, by_position
 from .stats import Interval, paired_bootstrap
 
-Method = tuple[Sequence[float] | None, Scheme | None]  # factors (None: unpatched) and the scheme they use
+Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
 
 
 @dataclass
@@ -35,9 +34,10 @@ class Comparison:
                               for pair, tasks in self.intervals.items()}}
 
 
-def compare(evaluator: Evaluator, model, methods: Mapping[str, Method], prefix: str = "") -> Comparison:
-    return Comparison({name: evaluator.rows(model, factors, scheme, desc=f"{prefix}{name}")
-                       for name, (factors, scheme) in methods.items()})
+def compare(executor, split: str, methods: Mapping[str, Method], prefix: str = "") -> Comparison:
+    """Every method scored on the same samples of ``split`` by the executor (jobs in parallel where it can)."""
+    jobs = [(split, factors, scheme) for factors, scheme in methods.values()]
+    return Comparison({name: rows for name, (rows, _) in zip(methods, executor.run(jobs, desc=f"{prefix}{split}"))})
 
 
 def format_table(methods: Mapping[str, Scores]) -> str:

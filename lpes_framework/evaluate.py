@@ -15,13 +15,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, plain, prepare
+from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, plain, prepare, task_specs
 from .curves import build_curve
 from .errors import LpesError
 from .comparison import compare, format_intervals, format_table
-from .evaluator import Evaluator, scores_to_json
+from .evaluator import scores_to_json
+from .executors import LocalExecutor, encode_splits
 from .export import load_factors, write_json_atomic
-from .models import load_model, load_tokenizer, peek
+from .models import peek
 from .plots import plot_by_position
 from .position import build_scheme, validate_factors
 
@@ -49,6 +50,7 @@ def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[f
             factors = validate_factors(record["factors"], n_layers)
         except LpesError as exc:
             raise LpesError(f"{path}: {exc}") from None
+        build_scheme(record["scheme"])  # a file's scheme options are checked before the model loads
         methods[name] = (factors, record["scheme"])
     if m.genomes:
         curve = build_curve(plain(cfg.curve), n_layers)
@@ -66,13 +68,11 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     tasks = build_tasks(cfg)
     shape = peek(cfg.model)
     methods = plan_methods(cfg, scheme_cfg, shape.n_layers)
-    tokenizer = load_tokenizer(cfg.model)
-    evaluator = Evaluator(tokenizer, tasks, split=cfg.split, trained_context=shape.trained_context,
-                          batch_size=cfg.batch_size, scoring=cfg.scoring, share_prefix=cfg.share_prefix,
-                          allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
-    model, _, info = load_model(cfg.model, tokenizer)
+    evaluators = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
+    executor = LocalExecutor(plain(cfg), task_specs(cfg), [cfg.split], evaluators=evaluators)
+    info = executor.info
     print(info.line())
-    comparison = compare(evaluator, model, {name: (f, build_scheme(s)) for name, (f, s) in methods.items()})
+    comparison = compare(executor, cfg.split, {name: (f, None if f is None else s) for name, (f, s) in methods.items()})
     if "unpatched" in methods:
         for name in list(methods)[1:]:
             comparison.add_intervals(name, "unpatched", resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))

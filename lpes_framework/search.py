@@ -10,30 +10,31 @@ best_factors.json, factors.png, progress.png, by_position.png (pareto.png for ns
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from .cli import build_tasks, plain, prepare
+from .cli import plain, prepare, task_specs
 from .comparison import compare, format_intervals, format_table
 from .curves import build_curve
 from .errors import LpesError
-from .evaluator import Evaluator, scores_from_json, scores_to_json
+from .evaluator import scores_from_json, scores_to_json
+from .executors import EXECUTORS, build_executor, encode_splits
 from .export import factors_record, write_json_atomic
 from .fitness import FitnessWeights, outcome
 from .loggers import build_logger
-from .models import load_model, load_tokenizer, peek
+from .models import peek
 from .optim import Outcome, build_optimizer
 from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
 from .position import build_scheme
+from .results import by_position
 from .store import RunStore, cache_key
-from .tasks import TASKS
+from .tasks import SPLITS, TASKS
 
 # Keys that may change between a run and its resume without changing any score.
-_RESUME_FREE = {"resume", "logger", "threads", "progress", "validation"}
+_RESUME_FREE = {"resume", "logger", "threads", "progress", "validation", "executor"}
 
 
 def _fingerprint(cfg: DictConfig) -> dict:
@@ -47,22 +48,25 @@ class Search:
         prepare(cfg)
         self.cfg, self.out = cfg, Path(out_dir)
         self.scheme_cfg = plain(cfg.pos)
-        self.scheme = build_scheme(self.scheme_cfg)
-        self.tasks = build_tasks(cfg)
+        build_scheme(self.scheme_cfg)  # bad options are refused now
+        specs = task_specs(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
         self.shape = peek(cfg.model)
         self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
         if int(cfg.validation.top_k) < 1:
             raise LpesError(f"validation.top_k must be >= 1, got {cfg.validation.top_k}")
-        if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
-            self.tasks["perplexity"] = TASKS.build({"seed": int(cfg.seed)} | plain(cfg.perplexity_task))
+        if self.optimizer.objectives == 2 and not any(s["name"] == "perplexity" for s in specs.values()):
+            specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
+        self.task_specs = specs
+        self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
+        self.executor_cfg = plain(cfg.executor)
+        EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor is refused now
         # everything besides the factors that changes a search-split score: the evaluation cache key
         self.context = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
                         "scoring": cfg.scoring, "share_prefix": cfg.share_prefix, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
         # prompts are tokenised and measured against the model's window before any weights load
-        self.tokenizer = load_tokenizer(cfg.model)
-        self.evaluators = {split: self._evaluator(split) for split in ("search", "validation", "test")}
+        self.evaluators = encode_splits(cfg, self.tasks, SPLITS)
         self.store = RunStore(self.out)
         self.log: list[dict] = []
         self._restore_or_refuse(cfg.resume)
@@ -83,33 +87,33 @@ class Search:
         self.optimizer.load_state_dict(state["optimizer"])
         self.log = state["log"]
 
-    def score(self, factors, kind: str, genome=None) -> dict:
-        """The evaluation record on the search split, from the cache when it was done before."""
-        key = cache_key(factors, self.context)
-        if key not in self.cache:
-            start = time.perf_counter()
-            scores = self.evaluators["search"].run(self.model, factors, self.scheme, desc=kind)
+    def score(self, candidates: list[tuple]) -> list[dict]:
+        """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
+        cache where done before; the rest go to the executor and are written in this order."""
+        keys = [cache_key(factors, self.context) for factors, _, _ in candidates]
+        todo = {key: c for key, c in zip(keys, candidates) if key not in self.cache}  # distinct keys, in order
+        jobs = [("search", factors, None if factors is None else self.scheme_cfg) for factors, _, _ in todo.values()]
+        results = self.executor.run(jobs, desc=candidates[0][1] if candidates else "")
+        for (key, (factors, kind, genome)), (rows, seconds) in zip(todo.items(), results):
+            scores = {task: by_position(r) for task, r in rows.items()}
             record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
                       "genome": None if genome is None else [float(g) for g in genome],
                       "factors": None if factors is None else [float(f) for f in factors],
-                      "scores": scores_to_json(scores), "seconds": round(time.perf_counter() - start, 3)}
+                      "scores": scores_to_json(scores), "seconds": round(seconds, 3)}
             if kind == "candidate":
                 record["outcome"] = outcome(scores, self.baseline, self.tasks, self.weights).__dict__
             self.store.append(record)
             self.cache[key] = record
-        return self.cache[key]
+        return [self.cache[key] for key in keys]
 
     def setup(self, loaded=None) -> None:
-        """Load the model (or take ``loaded`` = (model, tokenizer, info)) and score the unpatched baseline."""
-        self.model, _, self.info = loaded or load_model(self.cfg.model, self.tokenizer)
+        """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
+        reused) and score the unpatched baseline."""
+        self.executor = build_executor(self.executor_cfg, plain(self.cfg), self.task_specs, SPLITS,
+                                       evaluators=self.evaluators, loaded=loaded)
+        self.info = self.executor.info
         print(self.info.line())
-        self.baseline = scores_from_json(self.score(None, "baseline")["scores"])
-
-    def _evaluator(self, split: str) -> Evaluator:
-        cfg = self.cfg
-        return Evaluator(self.tokenizer, self.tasks, split=split, trained_context=self.shape.trained_context,
-                         batch_size=cfg.batch_size, scoring=cfg.scoring, share_prefix=cfg.share_prefix,
-                         allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
+        self.baseline = scores_from_json(self.score([(None, "baseline", None)])[0]["scores"])
 
     def loop(self, logger=None) -> None:
         """Generations until the optimizer is done, checkpointing after each."""
@@ -117,11 +121,8 @@ class Search:
                    disable=not self.cfg.progress)
         while not self.optimizer.done:
             genomes = self.optimizer.ask()
-            outcomes = []
-            for genome in tqdm(genomes, desc=f"gen {self.optimizer.generation}", leave=False,
-                               disable=not self.cfg.progress):
-                factors = self.curve.factors(genome)
-                outcomes.append(Outcome(**self.score(factors, "candidate", genome)["outcome"]))
+            records = self.score([(self.curve.factors(g), "candidate", g) for g in genomes])
+            outcomes = [Outcome(**r["outcome"]) for r in records]
             self.optimizer.tell(genomes, outcomes)
             best_genome, best = self.optimizer.best()
             finite = [o.fitness for o in outcomes if math.isfinite(o.fitness)]
@@ -137,14 +138,15 @@ class Search:
         bar.close()
 
     def run(self) -> dict:
-        self.setup()
         logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
         try:
+            self.setup()
             self.loop(logger)
             summary = self.finish()
             logger.log_summary({"best_fitness": summary["search"]["fitness"]})
         finally:
             logger.finish()
+            self.executor.close()
         return summary
 
     def finish(self) -> dict:
@@ -159,19 +161,18 @@ class Search:
         uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
         n_layers = self.shape.n_layers
         uniform_name = f"uniform {uniform:g}"
-        candidates = {f"top {i + 1}": (self.curve.factors(g), self.scheme) for i, (g, _) in enumerate(top)}
-        validation = compare(self.evaluators["validation"], self.model,
-                             {"unpatched": (None, None), **candidates, uniform_name: ([uniform] * n_layers, self.scheme)},
-                             prefix="validation ")
+        scheme = self.scheme_cfg
+        candidates = {f"top {i + 1}": (self.curve.factors(g), scheme) for i, (g, _) in enumerate(top)}
+        validation = compare(self.executor, "validation",
+                             {"unpatched": (None, None), **candidates, uniform_name: ([uniform] * n_layers, scheme)})
         val_scores = validation.scores
         val_fitness = {n: outcome(s, val_scores["unpatched"], self.tasks, self.weights).fitness
                        for n, s in val_scores.items()}
         chosen = max(candidates, key=lambda n: val_fitness[n])
         genome, best = top[int(chosen.split()[1]) - 1]
         factors = candidates[chosen][0]
-        test = compare(self.evaluators["test"], self.model,
-                       {"unpatched": (None, None), uniform_name: ([uniform] * n_layers, self.scheme),
-                        "found": (factors, self.scheme)}, prefix="test ")
+        test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: ([uniform] * n_layers, scheme),
+                                               "found": (factors, scheme)})
         resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
         test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
         test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)

@@ -75,9 +75,12 @@ def test_refuses_to_overwrite_a_run_without_resume(ga_run):
     assert proc.returncode == 2 and "already holds a search; pass resume=true" in proc.stderr
 
 
-def test_sigkill_then_resume_repeats_and_loses_nothing(ga_run, tmp_path):
+@pytest.mark.parametrize("executor", [["executor=local"], ["executor=ray", "executor.workers=2"]], ids=["local", "ray"])
+def test_sigkill_then_resume_repeats_and_loses_nothing(ga_run, tmp_path, executor):
+    if executor[0] == "executor=ray":
+        pytest.importorskip("ray")
     reference, _ = ga_run
-    slow = [*TINY_SEARCH, f"hydra.run.dir={tmp_path}"]
+    slow = [*TINY_SEARCH, *executor, f"hydra.run.dir={tmp_path}"]
     proc = subprocess.Popen([sys.executable, "-m", "lpes_framework", *slow], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     log = tmp_path / "evaluations.jsonl"
