@@ -32,6 +32,7 @@ test: install
 bench: install
 	$(PY) bench/patch_overhead.py
 	$(PY) bench/scoring_cost.py
+	$(PY) bench/scaleout.py
 	$(PY) bench/search_efficiency.py
 
 clean:

@@ -1,6 +1,7 @@
 """Forward time and peak memory of the embedded model at 2048 tokens, and greedy decoding speed after it,
-vanilla vs patched (30 distinct factors under NTK), interleaved in one run. Last lines:
-decode_overhead_ratio=<vanilla tokens/s / patched tokens/s> and overhead_ratio=<patched/vanilla median>."""
+vanilla vs patched (30 distinct factors under NTK), interleaved in one run. Prints
+decode_overhead_ratio=<vanilla tokens/s / patched tokens/s>, then (unless --decode-only)
+memory_ratio= and, last, overhead_ratio=<patched/vanilla median>."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def decode(model, prefilled, first_token, steps: int) -> None:
     token, position = first_token, cache.get_seq_length()
     with torch.no_grad():
         for _ in range(steps):
-            out = model(token, past_key_values=cache, position_ids=torch.tensor([[position]]), use_cache=True)
+            out = model(token, cache=cache, position_ids=torch.tensor([[position]]), use_cache=True)
             token, position = out.logits[:, -1:].argmax(-1), position + 1
 
 
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--decode-tokens", type=int, default=128)
+    parser.add_argument("--decode-only", action="store_true", help="only the decoding comparison")
     args = parser.parse_args()
     from lpes_framework.position import apply_layer_scaling, build_scheme
 
@@ -74,27 +76,29 @@ def main() -> None:
             forward(model, ids)
 
     forward(model, ids)  # warm-up
-    medians = interleaved({"vanilla": vanilla, "patched": patched}, args.repeats)
+    medians = {} if args.decode_only else interleaved({"vanilla": vanilla, "patched": patched}, args.repeats)
     with torch.no_grad():
         prefill = model(ids, use_cache=True)
     first = prefill.logits[:, -1:].argmax(-1)
 
     def decode_vanilla():
-        decode(model, prefill.past_key_values, first, args.decode_tokens)
+        decode(model, prefill.cache, first, args.decode_tokens)
 
     def decode_patched():
         with apply_layer_scaling(model, factors(info.n_layers), scheme):
-            decode(model, prefill.past_key_values, first, args.decode_tokens)
+            decode(model, prefill.cache, first, args.decode_tokens)
 
     decoding = interleaved({"vanilla": decode_vanilla, "patched": decode_patched}, args.repeats)
-    mem = {"vanilla": peak_rss_mb(False, args.tokens), "patched": peak_rss_mb(True, args.tokens)}
     print(f"{info.name}, {args.tokens} tokens, {args.repeats} interleaved repeats, torch threads {torch.get_num_threads()}")
-    for name in medians:
-        print(f"{name:8s} median {medians[name]:.3f} s   peak RSS {mem[name]:.0f} MB")
     for name in decoding:
         print(f"{name:8s} decoding {args.decode_tokens / decoding[name]:.1f} tokens/s")
-    print(f"memory_ratio={mem['patched'] / mem['vanilla']:.4f}")
     print(f"decode_overhead_ratio={decoding['patched'] / decoding['vanilla']:.4f}")
+    if args.decode_only:
+        return
+    mem = {"vanilla": peak_rss_mb(False, args.tokens), "patched": peak_rss_mb(True, args.tokens)}
+    for name in medians:
+        print(f"{name:8s} median {medians[name]:.3f} s   peak RSS {mem[name]:.0f} MB")
+    print(f"memory_ratio={mem['patched'] / mem['vanilla']:.4f}")
     print(f"overhead_ratio={medians['patched'] / medians['vanilla']:.4f}")
 
 

@@ -1,9 +1,10 @@
-"""The main job: search per-layer factors, then re-test the best on the held-out split.
+"""The main job: search per-layer factors, pick the answer on a validation split, re-test it held out.
 
     python -m lpes_framework optimizer=ga curve=bezier pos=ntk
 
 Everything is checked (scheme options, curve bounds, tasks, optimizer settings, gene counts) before
-the model loads. Outputs land in the Hydra run directory: evaluations.jsonl, checkpoint.pkl,
+the model loads. Candidates are scored by an executor (this process, or Ray workers); only this driver
+writes. Outputs land in the Hydra run directory: evaluations.jsonl, checkpoint.pkl,
 best_factors.json, factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
 """
 
@@ -64,7 +65,8 @@ class Search:
         EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor is refused now
         # everything besides the factors that changes a search-split score: the evaluation cache key
         self.context = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
-                        "scoring": cfg.scoring, "share_prefix": cfg.share_prefix, "tasks": {k: t.describe() for k, t in self.tasks.items()}}
+                        "scoring": cfg.scoring, "share_prefix": cfg.share_prefix,
+                        "tasks": {k: t.describe() for k, t in self.tasks.items()}}
         # prompts are tokenised and measured against the model's window before any weights load
         self.evaluators = encode_splits(cfg, self.tasks, SPLITS)
         self.store = RunStore(self.out)

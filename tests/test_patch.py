@@ -114,3 +114,17 @@ def test_runtime_rope_types_are_refused():
     model = tiny_model("llama", rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0})
     with pytest.raises(LpesError, match="rope_type 'dynamic'"):
         apply_layer_scaling(model, [1.0] * 4, ROPE)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3_text"])
+def test_short_forwards_build_all_tables_at_once_with_identical_values(arch, monkeypatch):
+    from lpes_framework.position import patch
+
+    model = tiny_model(arch)
+    ids = torch.randint(3, 97, (2, 12))
+    factors = [1.0, 1.3, 1.7, 2.2]
+    with torch.no_grad(), apply_layer_scaling(model, factors, build_scheme({"name": "ntk"})):
+        batched = model(ids).logits  # 12 positions: one batched pass for every factor
+        monkeypatch.setattr(patch, "_BATCHED_POSITIONS", 0)
+        one_by_one = model(ids).logits
+    assert torch.equal(batched, one_by_one)

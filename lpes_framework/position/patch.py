@@ -23,6 +23,8 @@ from .schemes import RopeSpec, Scheme
 # These rope types recompute their frequencies from the running length inside the rotary module; a
 # static copy of them would silently be wrong, so they are refused rather than patched.
 _RUNTIME_ROPE_TYPES = {"dynamic", "longrope"}
+# forwards of at most this many positions (decoding steps) build every layer's table in one batched pass
+_BATCHED_POSITIONS = 64
 
 
 def _arch(model) -> str:
@@ -153,10 +155,33 @@ class LayerScaling(PatchHandle):
         if key not in self._tables:
             if self._seq_len is None:
                 self._seq_len = int(position_ids.max()) + 1
-            freqs = self._frequencies(spec, factor)
-            self._tables[key] = None if freqs is None else rotary_tables(position_ids, *freqs, own[0].dtype)
+            if position_ids.shape[-1] <= _BATCHED_POSITIONS:
+                self._tables.update(self._all_tables(position_ids, own[0].dtype))
+            else:
+                freqs = self._frequencies(spec, factor)
+                self._tables[key] = None if freqs is None else rotary_tables(position_ids, *freqs, own[0].dtype)
         self._left[key] -= 1
         return self._tables[key] if self._left[key] > 0 else self._tables.pop(key)
+
+    def _all_tables(self, position_ids: torch.Tensor, dtype: torch.dtype) -> dict:
+        """Every remaining factor's cos/sin of a short forward (a decoding step) in one batched pass: one
+        factor at a time, 30 tiny tables cost more in Python and kernel launches than the step's RoPE.
+        Same elementwise operations as ``rotary_tables``, so the values are identical."""
+        spec_of = {(spec.key, factor): spec for spec, factor in zip(self._specs, self.factors)}
+        freqs = {key: self._frequencies(spec_of[key], key[1]) for key in self._uses if self._left[key] > 0}
+        tables: dict = {key: None for key, f in freqs.items() if f is None}
+        by_size: dict[int, list] = {}
+        for key, f in freqs.items():
+            if f is not None:
+                by_size.setdefault(f[0].numel(), []).append(key)
+        for keys in by_size.values():
+            inv = torch.stack([freqs[k][0] for k in keys]).to(position_ids.device)  # (K, D/2)
+            scale = torch.tensor([freqs[k][1] for k in keys], device=position_ids.device)[:, None, None, None]
+            angles = position_ids[None, ..., None].float() * inv[:, None, None, :]
+            emb = torch.cat((angles, angles), dim=-1)
+            cos, sin = (emb.cos() * scale).to(dtype), (emb.sin() * scale).to(dtype)
+            tables.update({k: (cos[i], sin[i]) for i, k in enumerate(keys)})
+        return tables
 
     def _frequencies(self, spec: RopeSpec, factor: float) -> tuple[torch.Tensor, float] | None:
         """The scheme's (inv_freq, scaling) for this layer, or None where they are the model's own.

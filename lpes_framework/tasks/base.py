@@ -4,9 +4,9 @@ A sample is a prompt and the gold answer that should follow it. Samples are prod
 split; the ``search``, ``validation`` and ``test`` splits are disjoint by construction: draw ``j`` of
 ``search``/``test`` comes from the random stream ``[seed, 2 * j + split]`` and of ``validation`` from
 ``[seed, j, 2]`` (a different entropy shape, so never one of the others); file records go to ``search``
-(even lines), ``test`` (lines 1, 5, 9, ...) and ``validation`` (lines 3, 7, 11, ...). Tasks that move one fact through the context (key-value retrieval, needles, documents)
-build each context once and place the gold item at every gold position, so positions are compared
-on the same material.
+(even lines), ``test`` (lines 1, 5, 9, ...) and ``validation`` (lines 3, 7, 11, ...). Positions are
+compared on the same material: each draw builds one context and asks about every gold position
+(``queries`` layout) or moves one gold item through them (``move``, see ``check_layout``).
 """
 
 from __future__ import annotations

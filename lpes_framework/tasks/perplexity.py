@@ -1,8 +1,9 @@
 """Perplexity on long natural text: Python's own documentation (``pydoc_data.topics``) or user files.
 
 The text is cut into non-overlapping windows of ``window_tokens``, shared between the splits as file
-records are (``base.split_records``: even windows ``search``, odd ones ``test`` and ``validation``). Each window is one sample whose whole continuation (after the first
-token) is scored, so perplexity = exp(-mean token log-prob).
+records are (``base.split_records``: even windows ``search``, odd ones ``test`` and ``validation``).
+Each window is one sample whose whole continuation (after the first token) is scored, so
+perplexity = exp(-mean token log-prob).
 """
 
 from __future__ import annotations
