@@ -70,6 +70,7 @@ class Search:
         # prompts are tokenised and measured against the model's window before any weights load
         self.evaluators = encode_splits(cfg, self.tasks, SPLITS)
         self.store = RunStore(self.out)
+        self.executor = None  # started by setup()
         self.log: list[dict] = []
         self._restore_or_refuse(cfg.resume)
 
@@ -148,7 +149,8 @@ class Search:
             logger.log_summary({"best_fitness": summary["search"]["fitness"]})
         finally:
             logger.finish()
-            self.executor.close()
+            if self.executor is not None:
+                self.executor.close()
         return summary
 
     def finish(self) -> dict:

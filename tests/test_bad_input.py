@@ -30,6 +30,7 @@ def last_error_line(proc) -> str:
     ("lpes_framework", ["curve.low=abc"], "option low='abc' must be float", False),
     ("lpes_framework.evaluate", ["methods.uniform=[abc]"], "methods.uniform: 'abc' is not a number", False),
     ("lpes_framework.evaluate", ["scoring=greedy"], "unknown scoring 'greedy'", False),
+    ("lpes_framework", ["executor=ray", "executor.workers=0"], "need workers >= 1", False),
 ])
 def test_one_line_errors(module, overrides, message, after_load):
     proc = run_cli(module, *TINY_TASK, *overrides, check=False, env={"HF_HUB_OFFLINE": "1"})
