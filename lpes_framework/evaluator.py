@@ -26,7 +26,7 @@ class Evaluator:
                  allow_beyond_trained: bool = False, progress: bool = True):
         if batch_size < 1:
             raise LpesError(f"batch_size must be >= 1, got {batch_size}")
-        self.tokenizer, self.tasks, self.split = tokenizer, dict(tasks), split
+        self.tokenizer, self.tasks = tokenizer, dict(tasks)
         self.scorer = get_scorer(scoring)
         self.batch_size = batch_size
         self.share_prefix = share_prefix
