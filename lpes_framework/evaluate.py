@@ -21,18 +21,19 @@ from .errors import LpesError
 from .comparison import compare, format_intervals, format_table
 from .evaluator import scores_to_json
 from .executors import LocalExecutor, encode_splits
-from .export import load_factors, write_json_atomic
+from .export import is_preset, load_factors, write_json_atomic
 from .models import peek
 from .plots import plot_by_position
 from .position import build_scheme, validate_factors
 
 
 def file_method_names(paths) -> dict[str, str]:
-    """Row names for factors files: the run folder's name, or the whole path where two folders share it."""
-    short = {str(p): f"file {Path(p).parent.name or p}" for p in paths}
+    """Row names for factors files: ``preset <name>`` for a shipped preset, else the run folder's name, or
+    the whole path where two folders share it."""
+    short = {str(p): f"preset {p}" if is_preset(p) else f"file {Path(p).parent.name or p}" for p in paths}
     if len(set(short.values())) == len(short):
         return short
-    return {str(p): f"file {p}" for p in paths}
+    return {str(p): f"preset {p}" if is_preset(p) else f"file {p}" for p in paths}
 
 
 def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[float] | None, dict]]:

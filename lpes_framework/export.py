@@ -10,7 +10,9 @@ Schema ``lpes.factors`` version 1 (a JSON object)::
     factors:  [float, ...]             one factor per decoder layer (what inference uses)
     metrics:  {...}                    free-form: scores of the search and the held-out test
 
-``apply_factors_file(model, path)`` is the one-line way to use a result.
+``apply_factors_file(model, path)`` is the one-line way to use a result. Wherever a factors file is
+accepted, the name of a preset shipped in ``lpes_framework/presets/`` (the file name without ``.json``)
+works too: ``apply_factors_file(model, "qwen2.5-coder-0.5b")``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .position import LayerScaling, apply_layer_scaling, build_scheme
 
 SCHEMA = "lpes.factors"
 VERSION = 1
+PRESETS = Path(__file__).parent / "presets"  # factors files that ship with the package
 
 
 def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = None, genome=None,
@@ -57,12 +60,28 @@ def validate_record(record: Any, source: str) -> dict:
     return record
 
 
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS.glob("*.json"))
+
+
+def is_preset(name: str | os.PathLike) -> bool:
+    """A shipped preset's name that is not also an existing path (a file on disk wins)."""
+    return not Path(name).exists() and str(name) in preset_names()
+
+
+def resolve_factors(name_or_path: str | os.PathLike) -> Path:
+    """The file behind a factors argument: an existing path, else a shipped preset of that name."""
+    return PRESETS / f"{name_or_path}.json" if is_preset(name_or_path) else Path(name_or_path)
+
+
 def load_factors(path: str | os.PathLike) -> dict:
-    p = Path(path)
+    """A factors file (or shipped preset, by name), checked against the schema."""
+    p = resolve_factors(path)
     try:
         record = json.loads(p.read_text())
     except FileNotFoundError:
-        raise LpesError(f"factors file not found: {p}") from None
+        presets = ", ".join(preset_names()) or "none"
+        raise LpesError(f"factors file not found: {p} (nor a shipped preset of that name; presets: {presets})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise LpesError(f"{p}: corrupted factors file ({exc})") from exc
     return validate_record(record, str(p))
@@ -92,7 +111,7 @@ def apply_record(model, record: dict, source: str) -> LayerScaling:
 def apply_factors_file(model, path: str | os.PathLike) -> LayerScaling:
     """Patch ``model`` with a saved search result; returns the removable handle. Refuses a model whose
     architecture, layer count, head size or RoPE base/type differ from the one searched on."""
-    return apply_record(model, load_factors(path), str(path))
+    return apply_record(model, load_factors(path), str(resolve_factors(path)))
 
 
 def save_patched(model, handle: LayerScaling, path: str | os.PathLike, tokenizer=None) -> None:

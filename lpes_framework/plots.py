@@ -69,3 +69,37 @@ def plot_pareto(points: Sequence[tuple[float, float]], front: Sequence[tuple[flo
         ax.plot(*zip(*sorted(front)), "o-", color="C3", label="Pareto front")
     ax.set(xlabel="perplexity (lower is better)", ylabel="retrieval score (higher is better)", title="NSGA-II")
     return _save(fig, ax, path)
+
+
+def plot_attention(results: Mapping[str, Mapping[str, Mapping[str, Sequence[float]]]], path: Path,
+                   title: str = "") -> Path:
+    """Per task: the gold-span attention mass as layer x gold position maps (unpatched, patched, their
+    difference) and averaged over layers by gold position."""
+    fig, axes = plt.subplots(len(results), 4, figsize=(19, 4.2 * len(results)), squeeze=False)
+    for row, (task, methods) in enumerate(results.items()):
+        positions = list(next(iter(methods.values())))
+        maps = {m: [[per[p][layer] for p in positions] for layer in range(len(per[positions[0]]))]
+                for m, per in methods.items()}
+        a, b = (maps[m] for m in ("unpatched", "patched"))
+        diff = [[y - x for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
+        top = max(max(max(r) for r in a), max(max(r) for r in b))
+        bound = max(abs(v) for r in diff for v in r) or 1.0
+        panels = [("unpatched", a, "viridis", 0.0, top), ("patched", b, "viridis", 0.0, top),
+                  ("patched - unpatched", diff, "coolwarm", -bound, bound)]
+        for col, (name, grid, cmap, vmin, vmax) in enumerate(panels):
+            ax = axes[row][col]
+            image = ax.imshow(grid, aspect="auto", origin="lower", cmap=cmap, vmin=vmin, vmax=vmax)
+            ax.set(title=f"{task}: {name}", xlabel="gold position", ylabel="decoder layer",
+                   xticks=range(len(positions)), xticklabels=positions)
+            fig.colorbar(image, ax=ax, fraction=0.046)
+        ax = axes[row][3]
+        for name, per in methods.items():
+            ax.plot(positions, [sum(per[p]) / len(per[p]) for p in positions], marker="o", label=name)
+        ax.set(title=f"{task}: mean over layers", xlabel="gold position", ylabel="attention mass on the gold span")
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

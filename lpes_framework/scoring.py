@@ -118,7 +118,7 @@ def _rows(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: l
     return rows
 
 
-def _prefix_cache(model, ids: list[int]):
+def prefix_cache(model, ids: list[int]):
     """KV cache of one prefix (its logits are not needed: one is computed)."""
     device = _device(model)
     prefix = torch.tensor([ids], device=device)
@@ -143,7 +143,7 @@ def _suffix_inputs(items: list[Encoded], length: int, pad_id: int, device):
     return ids.to(device), mask.to(device), pos.to(device), [len(s) for s in suffixes]
 
 
-def _expanded(cache, n: int):
+def expanded(cache, n: int):
     out = copy.deepcopy(cache)
     out.batch_repeat_interleave(n)
     return out
@@ -167,14 +167,14 @@ def score_teacher_forced(model, items: Sequence[Encoded], *, batch_size: int = 4
         if progress:
             progress(len(batch))
     for length, members in groups:
-        cache = _prefix_cache(model, items[members[0]].ids[:length])
+        cache = prefix_cache(model, items[members[0]].ids[:length])
         for idx in _chunks(members, batch_size):
             batch = [items[i] for i in idx]
             ids, mask, pos, ends = _suffix_inputs(batch, length, pad_id, _device(model))
             # logits from the earliest column any row needs (its last prompt token) to the end
             keep = ids.shape[1] - min(e - (len(b.ids) - b.answer_start) - 1 for b, e in zip(batch, ends))
             logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
-                           cache=_expanded(cache, len(idx)), use_cache=True).logits
+                           cache=expanded(cache, len(idx)), use_cache=True).logits
             for i, row in zip(idx, _rows(logits, ids, batch, ends)):
                 rows[i] = row
             if progress:
@@ -186,7 +186,7 @@ def _generate(model, batch: list[Encoded], cache, pad_id: int, max_new_tokens: i
     """Greedy continuations of the prompts of ``batch``. With the cache of a shared prefix, the prompts
     have equal lengths (no padding after the prefix) and decoding starts from a copy of that cache."""
     ids, mask, _ = left_pad([b.ids[: b.answer_start] for b in batch], pad_id, _device(model))
-    extra = {} if cache is None else {"cache": _expanded(cache, len(batch))}
+    extra = {} if cache is None else {"cache": expanded(cache, len(batch))}
     out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
                          pad_token_id=pad_id, top_p=None, top_k=None, temperature=None, **extra)
     return out[:, ids.shape[1]:]
@@ -216,7 +216,7 @@ def score_generate(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_
     # decode together (padding after the prefix would shift sliding-window layers)
     plan = [(None, list(_chunks(alone, batch_size)))]
     for length, members in groups:
-        cache = _prefix_cache(model, items[members[0]].ids[:length])
+        cache = prefix_cache(model, items[members[0]].ids[:length])
         plan.append((cache, [c for part in _by_prompt_length(items, members) for c in _chunks(part, batch_size)]))
     for cache, batches in plan:
         for idx in batches:

@@ -79,3 +79,26 @@ def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
     apply_factors_file(tiny_model("llama", seed=1), path).remove()  # same layout, other weights: fine
     with pytest.raises(LpesError, match=f"{path}: searched on a model with {field}="):
         apply_factors_file(tiny_model(other, **extra), path)
+
+
+def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkeypatch):
+    from lpes_framework import export
+    from lpes_framework.evaluate import file_method_names
+
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    write_json_atomic(presets / "tiny-ntk.json", factors_record(model={}, scheme={"name": "ntk"}, factors=FACTORS))
+    monkeypatch.setattr(export, "PRESETS", presets)
+    monkeypatch.chdir(tmp_path)
+    model = tiny_model("llama")
+    ids = torch.randint(3, 97, (1, 40))
+    with torch.no_grad(), apply_factors_file(model, "tiny-ntk"):
+        by_name = model(ids).logits
+    with torch.no_grad(), apply_layer_scaling(model, FACTORS, build_scheme({"name": "ntk"})):
+        direct = model(ids).logits
+    assert torch.equal(by_name, direct)
+    assert file_method_names(["tiny-ntk"]) == {"tiny-ntk": "preset tiny-ntk"}
+    write_json_atomic(tmp_path / "tiny-ntk", factors_record(model={}, scheme={"name": "pi"}, factors=FACTORS))
+    assert load_factors("tiny-ntk")["scheme"]["name"] == "pi"  # an existing path is never shadowed
+    with pytest.raises(LpesError, match="nor a shipped preset of that name; presets: tiny-ntk"):
+        load_factors("tiny-yarn")
