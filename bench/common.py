@@ -11,7 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def embedded(overrides=()):
-    """(config, model, tokenizer, info) for the embedded default model."""
+    """(config, model, tokenizer, info): the embedded default model, or the one ``model=...`` in
+    ``overrides`` names."""
     import torch
 
     from lpes_framework.config import compose_config

@@ -1,5 +1,5 @@
-"""Bezier-GA vs free-GA vs random search (bezier genomes) on the embedded model at an equal evaluation
-budget, same seed and same search data. Reports each method's best fitness and how many evaluations it
+"""Bezier-GA vs free-GA vs random search (bezier genomes) at an equal evaluation budget, same seed and
+same search data, on the embedded model or another (``--model``, with the regime in ``--overrides``). Reports each method's best fitness and how many evaluations it
 needed to reach the free-GA's best (the identity seed is evaluated first by all three and scores 0).
 Last line: bezier_eval_ratio=<evals bezier / evals free> bezier_vs_random=<best bezier - best random>."""
 
@@ -26,6 +26,7 @@ def evals_to_reach(best_so_far: list[float], target: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default="smollm2", help="model config group")
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--overrides", nargs="*", default=[
         "task.gold_positions=[0,10,19]", "task.samples_per_position=3", "pos.wavelength_low=256",
@@ -34,7 +35,7 @@ def main() -> None:
     from lpes_framework.config import compose_config
     from lpes_framework.search import Search
 
-    _, model, tok, info = embedded()
+    _, model, tok, info = embedded([f"model={args.model}"])
     ga = [f"optimizer.generations={args.generations}", "optimizer.population=8", "optimizer.parents=4",
           "optimizer.mutations=3", "optimizer.crossovers=3", "optimizer.init_uniform=[0.9,1.1]"]
     budget = 8 + 6 * (args.generations - 1)
@@ -46,7 +47,7 @@ def main() -> None:
     }
     curves = {}
     for name, overrides in runs.items():
-        cfg = compose_config("config", ["model=smollm2", "progress=false", *args.overrides, *overrides])
+        cfg = compose_config("config", [f"model={args.model}", "progress=false", *args.overrides, *overrides])
         with tempfile.TemporaryDirectory() as out:
             search = Search(cfg, out)
             search.setup((model, tok, info))

@@ -9,6 +9,7 @@ Schema ``lpes.factors`` version 1 (a JSON object)::
     genome:   [float, ...] or null     the curve's genes
     factors:  [float, ...]             one factor per decoder layer (what inference uses)
     metrics:  {...}                    free-form: scores of the search and the held-out test
+    task:     {name, **options} or absent   the task the factors were searched on (re-test regime)
 
 ``apply_factors_file(model, path)`` is the one-line way to use a result. Wherever a factors file is
 accepted, the name of a preset shipped in ``lpes_framework/presets/`` (the file name without ``.json``)
@@ -33,10 +34,11 @@ PRESETS = Path(__file__).parent / "presets"  # factors files that ship with the 
 
 
 def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = None, genome=None,
-                   metrics: dict | None = None) -> dict:
-    return {"schema": SCHEMA, "version": VERSION, "model": model, "scheme": dict(scheme),
-            "curve": curve, "genome": None if genome is None else [float(g) for g in genome],
-            "factors": [float(f) for f in factors], "metrics": metrics or {}}
+                   metrics: dict | None = None, task: dict | None = None) -> dict:
+    record = {"schema": SCHEMA, "version": VERSION, "model": model, "scheme": dict(scheme),
+              "curve": curve, "genome": None if genome is None else [float(g) for g in genome],
+              "factors": [float(f) for f in factors], "metrics": metrics or {}}
+    return record | ({"task": dict(task)} if task else {})
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -189,7 +189,8 @@ class Search:
                    "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)} for n, s in methods.items()},
                    "intervals": test.as_json()["intervals"]}
         record = factors_record(model=self.info.as_dict(), scheme=self.scheme_cfg, factors=factors,
-                                curve=self.curve.describe(), genome=genome, metrics=metrics)
+                                curve=self.curve.describe(), genome=genome, metrics=metrics,
+                                task=self.task_specs[self.cfg.task.name])
         write_json_atomic(self.out / "best_factors.json", record)
         plot_factors({"found": factors, uniform_name: [uniform] * len(factors)}, self.out / "factors.png")
         plot_progress([e["best_fitness"] for e in self.log], [e["mean_fitness"] for e in self.log],

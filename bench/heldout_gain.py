@@ -1,0 +1,65 @@
+"""Held-out gain of a shipped preset over the unpatched model, in the regime it was searched in (the
+preset's ``task`` block), on its model's test split: shared-prefix scoring, paired bootstrap intervals
+over haystacks, and perplexity on held-out text (Python's bundled documentation), all through the
+evaluate command's own code. Writes the evaluate outputs to ``--out`` when given. Last line:
+middle_gain=<exact-match points, mean of the middle positions> ci_low=<lower 95% bound, points>
+ends_delta=<worst change at the first or last position, points> ppl_ratio=<patched / unpatched perplexity>.
+Targets: ci_low > 0, ends_delta >= -2, ppl_ratio <= 1.02."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import common  # noqa: F401  (puts the repository on the path)
+
+DEFAULT_PRESET = "qwen2.5-coder-0.5b"
+DEFAULT_MODEL = "qwen2.5-0.5b"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--preset", default=DEFAULT_PRESET, help="shipped preset name or factors file")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="model config group the preset belongs to")
+    parser.add_argument("--samples", type=int, default=60, help="haystacks per gold position (>= 60)")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here")
+    args = parser.parse_args()
+    from omegaconf import open_dict
+
+    from lpes_framework.config import compose_config
+    from lpes_framework.errors import LpesError
+    from lpes_framework.evaluate import file_method_names, run_evaluate
+    from lpes_framework.export import load_factors
+
+    record = load_factors(args.preset)
+    if "task" not in record:
+        raise SystemExit(f"error: {args.preset} has no 'task' block: the regime to re-test it in is unknown")
+    cfg = compose_config("evaluate", [f"model={args.model}", f"task={record['task']['name']}", f"split={args.split}",
+                                      f"threads={args.threads}", "progress=false", "methods.uniform=[]",
+                                      f"methods.factors_files=[{args.preset}]", "+extra_tasks.perplexity.name=perplexity"])
+    with open_dict(cfg):
+        cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
+        cfg.task.samples_per_position = args.samples
+        cfg.extra_tasks.perplexity.merge_with(compose_config("evaluate", ["task=perplexity"]).task)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            payload = run_evaluate(cfg, args.out or Path(tmp))
+        except LpesError as exc:
+            raise SystemExit(f"error: {exc}") from None
+    name = file_method_names([args.preset])[args.preset]
+    task = record["task"]["name"]
+    scores = {m: payload["methods"][m]["scores"] for m in ("unpatched", name)}
+    middle = payload["intervals"][f"{name} - unpatched"][task]["middle"]
+    positions = list(scores["unpatched"][task])
+    ends = [positions[0], positions[-1]]
+    ends_delta = min(100 * (scores[name][task][p]["accuracy"] - scores["unpatched"][task][p]["accuracy"]) for p in ends)
+    ppl = {m: s["perplexity"]["all"]["perplexity"] for m, s in scores.items()}
+    print(f"middle_gain={middle['delta']:.2f} ci_low={middle['low']:.2f} ends_delta={ends_delta:.2f} "
+          f"ppl_ratio={ppl[name] / ppl['unpatched']:.4f}")
+
+
+if __name__ == "__main__":
+    main()
