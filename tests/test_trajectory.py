@@ -1,0 +1,50 @@
+"""The search is pinned: for a fixed seed, the same genomes in the same order with the same fitness.
+Refactoring must not move it; a deliberate change regenerates ``data/trajectory.json`` with
+``python tests/test_trajectory.py`` and says why in its commit."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import TINY_SEARCH, TINY_TASK  # noqa: E402
+
+PINNED = Path(__file__).parent / "data" / "trajectory.json"
+OPTIMIZERS = {"ga": TINY_SEARCH,
+              "nsga2": [*TINY_TASK, "optimizer=nsga2", "optimizer.population=4", "optimizer.generations=2",
+                        "perplexity_task.window_tokens=64"],
+              "random": [*TINY_TASK, "optimizer=random", "optimizer.population=4", "optimizer.generations=2"]}
+
+
+def trajectory(out: Path, overrides: list[str]) -> list[dict]:
+    from lpes_framework.config import compose_config
+    from lpes_framework.search import Search
+
+    search = Search(compose_config("config", overrides), out)
+    search.setup()
+    search.loop()
+    search.executor.close()
+    return [{"genome": [round(float(g), 6) for g in genome], "fitness": o.fitness, "retrieval": o.retrieval}
+            for genome, o in search.optimizer.history.values()]
+
+
+def test_search_trajectory_is_pinned(tmp_path):
+    pinned = json.loads(PINNED.read_text())
+    for name, overrides in OPTIMIZERS.items():
+        got = trajectory(tmp_path / name, overrides)
+        want = pinned[name]
+        assert [g["genome"] for g in got] == [w["genome"] for w in want], name
+        for key in ("fitness", "retrieval"):  # tiny random-model fitness is ~1e-5: relative tolerance
+            assert np.allclose([g[key] for g in got], [w[key] for w in want], rtol=1e-4, atol=1e-10), (name, key)
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {n: trajectory(Path(tmp) / n, o) for n, o in OPTIMIZERS.items()}
+    blocks = [f'"{n}": [\n' + ",\n".join(json.dumps(e) for e in es) + "\n]" for n, es in runs.items()]
+    PINNED.write_text("{\n" + ",\n".join(blocks) + "\n}\n")
+    print(f"wrote {PINNED}")
