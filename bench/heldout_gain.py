@@ -25,6 +25,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=60, help="haystacks per gold position (>= 60)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--uniform", type=float, nargs="*", help="uniform factors to show alongside (default: the "
+                        "best uniform scaling the preset's search tested, if it records one)")
     parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here")
     args = parser.parse_args()
     from omegaconf import open_dict
@@ -37,11 +39,17 @@ def main() -> None:
     record = load_factors(args.preset)
     if "task" not in record:
         raise SystemExit(f"error: {args.preset} has no 'task' block: the regime to re-test it in is unknown")
+    uniform = args.uniform
+    if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block
+        uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
     cfg = compose_config("evaluate", [f"model={args.model}", f"task={record['task']['name']}", f"split={args.split}",
-                                      f"threads={args.threads}", "progress=false", "methods.uniform=[]",
+                                      f"pos={record['scheme']['name']}",
+                                      f"threads={args.threads}", "progress=false",
+                                      f"methods.uniform=[{','.join(map(str, uniform))}]",
                                       f"methods.factors_files=[{args.preset}]", "+extra_tasks.perplexity.name=perplexity"])
     with open_dict(cfg):
         cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
+        cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
         cfg.task.samples_per_position = args.samples
         cfg.extra_tasks.perplexity.merge_with(compose_config("evaluate", ["task=perplexity"]).task)
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,7 +24,9 @@ def main() -> None:
     import torch
 
     from lpes_framework.cli import plain, task_specs
-    from lpes_framework.executors import LocalExecutor, RayExecutor, encode_splits
+    from lpes_framework.executors import encode_splits
+    from lpes_framework.executors.local import LocalExecutor
+    from lpes_framework.executors.ray import RayExecutor
 
     cfg, model, tok, info = embedded(["threads=1", "progress=false"])
     torch.set_num_threads(1)

@@ -20,7 +20,8 @@ from common import embedded, interleaved
 
 
 def one_pass_vs_plain(model, tok, items, repeats: int, max_new_tokens: int) -> None:
-    from lpes_framework.scoring import score_generate, score_teacher_forced
+    from lpes_framework.scoring.generate import score_generate
+    from lpes_framework.scoring.teacher_forced import score_teacher_forced
 
     pad = tok.pad_token_id
 
@@ -51,7 +52,9 @@ def cache_mb(model, prefix_tokens: int, copies: int) -> float:
 
 
 def shared_vs_per_sample(model, tok, items, repeats: int, batch_size: int, max_new_tokens: int) -> None:
-    from lpes_framework.scoring import prefix_groups, score_generate, score_teacher_forced
+    from lpes_framework.scoring import prefix_groups
+    from lpes_framework.scoring.generate import score_generate
+    from lpes_framework.scoring.teacher_forced import score_teacher_forced
 
     pad = tok.pad_token_id
     results = {}

@@ -4,13 +4,25 @@ Public API::
 
     from lpes_framework import apply_factors_file, apply_layer_scaling, build_scheme, load_model
     handle = apply_factors_file(model, "best_factors.json")   # patch; handle.remove() undoes it
+
+The names load on first use, so importing the package (and composing configs) costs no torch import.
 """
 
-from .errors import LpesError
-from .export import apply_factors_file, load_factors, load_patched, save_patched
-from .models import load_model
-from .position import apply_layer_scaling, build_scheme
+from __future__ import annotations
 
-__all__ = ["LpesError", "apply_factors_file", "apply_layer_scaling", "build_scheme", "load_factors", "load_model",
-           "load_patched", "save_patched"]
+import importlib
+
+from .errors import LpesError
+
+_LAZY = {"apply_factors_file": "export", "load_factors": "export", "load_patched": "export",
+         "save_patched": "export", "load_model": "models", "apply_layer_scaling": "position",
+         "build_scheme": "position"}
+
+__all__ = ["LpesError", *_LAZY]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

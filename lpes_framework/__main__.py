@@ -25,7 +25,7 @@ def _search(cfg: DictConfig) -> None:
 
 def main() -> None:
     if "--plugins" in sys.argv[1:]:
-        from .plugins import describe_plugins
+        from .registries import describe_plugins
 
         print(describe_plugins())
         return

@@ -98,7 +98,7 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
             threads: int | None = None) -> dict:
     from omegaconf import OmegaConf
 
-    from .cli import build_tasks, plain, prepare
+    from .cli import build_tasks, prepare
     from .export import load_factors, resolve_factors, write_json_atomic
     from .models import load_model
     from .plots import plot_attention

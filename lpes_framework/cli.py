@@ -8,11 +8,7 @@ import sys
 from omegaconf import DictConfig, OmegaConf
 
 from .errors import LpesError
-from .registry import Registry
-
-# config group -> (registry kind, entry point group) of the plugin kinds a package can add
-_PLUGIN_GROUPS = {"pos": ("position scheme", "lpes_framework.schemes"), "curve": ("curve", "lpes_framework.curves"),
-                  "optimizer": ("optimizer", "lpes_framework.optimizers"), "task": ("task", "lpes_framework.tasks")}
+from .registries import BY_CONFIG_KEY
 
 
 def check_plugin_overrides(argv: list[str]) -> None:
@@ -24,9 +20,9 @@ def check_plugin_overrides(argv: list[str]) -> None:
     for arg in argv:
         group, sep, value = arg.partition("=")
         group = group.lstrip("+~")
-        if not sep or group not in _PLUGIN_GROUPS:
+        if not sep or group not in BY_CONFIG_KEY:
             continue
-        registry = Registry(*_PLUGIN_GROUPS[group])
+        registry = BY_CONFIG_KEY[group]
         for name in value.split(","):  # a multirun sweep lists several
             if name in registry.plugins():
                 registry.get(name)

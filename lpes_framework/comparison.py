@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .evaluator import Scores, scores_to_json
-from .results import ScoreRow, by_position
+from .results import Scores, ScoreRow, by_position, scores_to_json
 from .stats import Interval, paired_bootstrap
 
 Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config

@@ -19,8 +19,9 @@ from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, p
 from .curves import build_curve
 from .errors import LpesError
 from .comparison import compare, format_intervals, format_table
-from .evaluator import scores_to_json
-from .executors import LocalExecutor, encode_splits
+from .results import scores_to_json
+from .executors import encode_splits
+from .executors.local import LocalExecutor
 from .export import is_preset, load_factors, write_json_atomic
 from .models import peek
 from .plots import plot_by_position

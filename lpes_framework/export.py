@@ -19,14 +19,14 @@ works too: ``apply_factors_file(model, "qwen2.5-coder-0.5b")``.
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
 from . import jsonio
+from .atomic import write_atomic
 from .errors import LpesError
-from .position import LayerScaling, apply_layer_scaling, build_scheme
+from .position import LayerScaling, apply_layer_scaling, build_scheme, validate_factors
 
 SCHEMA = "lpes.factors"
 VERSION = 1
@@ -42,9 +42,7 @@ def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = N
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(jsonio.dumps(data, indent=2))
-    os.replace(tmp, path)
+    write_atomic(path, jsonio.dumps(data, indent=2))
 
 
 def validate_record(record: Any, source: str) -> dict:
@@ -55,8 +53,10 @@ def validate_record(record: Any, source: str) -> dict:
     factors = record.get("factors")
     if not isinstance(factors, list) or not factors or not all(isinstance(f, (int, float)) for f in factors):
         raise LpesError(f"{source}: 'factors' must be a non-empty list of numbers")
-    if not all(math.isfinite(f) and f > 0 for f in factors):
-        raise LpesError(f"{source}: factors must be finite and > 0")
+    try:
+        validate_factors(factors, len(factors))
+    except LpesError as exc:
+        raise LpesError(f"{source}: {exc}") from None
     if not isinstance(record.get("scheme"), dict) or "name" not in record["scheme"]:
         raise LpesError(f"{source}: 'scheme' must be an object with a 'name'")
     return record

@@ -20,9 +20,21 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from .evaluator import Scores
-from .optim import Outcome
+from .jsonio import nulls_to_nan
+from .results import Scores
 from .tasks import Task
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the optimizers see of a candidate."""
+
+    fitness: float  # scalar to maximise (penalised when the candidate produced NaN/inf)
+    retrieval: float  # weighted retrieval score (NSGA-II objective 1, maximised)
+    perplexity: float  # perplexity on the perplexity task (NSGA-II objective 2, minimised; nan if none)
+
+    def __post_init__(self):
+        nulls_to_nan(self)  # JSON stores a missing perplexity as null
 
 
 @dataclass(frozen=True)
@@ -59,11 +71,11 @@ def task_score(scores, base, weights: FitnessWeights) -> float:
 
 
 def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> Outcome:
-    retrieval = sum(t.weight * task_score(scores[n], baseline[n], weights) for n, t in tasks.items()
-                    if t.metric != "perplexity")
+    weighted = {n: t.weight * task_score(scores[n], baseline[n], weights) for n, t in tasks.items()}
+    retrieval = sum(v for n, v in weighted.items() if tasks[n].metric != "perplexity")
     ppl = [stats.perplexity for n, t in tasks.items() if t.metric == "perplexity" for stats in scores[n].values()]
     perplexity = sum(ppl) / len(ppl) if ppl else math.nan
-    fitness = sum(t.weight * task_score(scores[n], baseline[n], weights) for n, t in tasks.items())
+    fitness = sum(weighted.values())
     values = [fitness, retrieval] + [s.logprob for per in scores.values() for s in per.values()]
     if not all(math.isfinite(v) for v in values):
         return Outcome(fitness=weights.invalid_fitness, retrieval=weights.invalid_fitness, perplexity=math.inf)

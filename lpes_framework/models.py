@@ -11,13 +11,56 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
+from .atomic import atomic_file, replace_folder
 from .errors import LpesError
 
 _DTYPES = {"float32", "bfloat16", "float16", "auto"}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The ``model`` config group, parsed and checked once (its YAML holds every default)."""
+
+    name: str
+    name_or_path: str | None
+    gguf_file: str | None
+    embedded: Any  # {parts: ['distribution:path', ...], filename} or None
+    dtype: str
+    device: str
+    attn_implementation: str
+    trust_remote_code: bool
+    random: Any = None  # {model_type, seed, **config options}: a randomly initialised model (tests)
+
+    @classmethod
+    def of(cls, cfg) -> "ModelSpec":
+        if isinstance(cfg, ModelSpec):
+            return cfg
+        from omegaconf import DictConfig, OmegaConf
+
+        data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise LpesError(f"model: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+        missing = sorted(f.name for f in fields(cls) if f.name not in data and f.name != "random")
+        if missing:
+            raise LpesError(f"model: missing {', '.join(missing)} (start from conf/model/smollm2.yaml)")
+        spec = cls(**data)
+        if spec.dtype not in _DTYPES:
+            raise LpesError(f"model.dtype '{spec.dtype}' is not one of {sorted(_DTYPES)}")
+        if spec.attn_implementation not in {"sdpa", "eager"}:
+            raise LpesError(f"model.attn_implementation '{spec.attn_implementation}' is not sdpa or eager")
+        return spec
+
+
+def text_config(config):
+    """The language model's part of a config (multimodal configs nest it)."""
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
 @dataclass(frozen=True)
@@ -67,12 +110,10 @@ def embedded_gguf(parts: list[str], filename: str) -> Path:
     expected = sum(p.stat().st_size for p in paths)
     if not target.is_file() or target.stat().st_size != expected:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".part")
-        with open(tmp, "wb") as out:
+        with atomic_file(target, "wb") as out:
             for p in paths:
                 with open(p, "rb") as src:
                     shutil.copyfileobj(src, out, 1 << 24)
-        os.replace(tmp, target)
     return target
 
 
@@ -87,13 +128,14 @@ def _converted(gguf_dir: str, gguf_file: str, part: str) -> Path:
 def converted_dirs(cfg) -> tuple[Path, Path]:
     """(model folder, tokenizer folder) of the de-quantised copy of a GGUF model: a plain Hugging Face
     model any other tool can load (lm-eval's ``pretrained=``). Converts on first use."""
-    source, gguf_file = resolve_source(cfg)
+    spec = ModelSpec.of(cfg)
+    source, gguf_file = resolve_source(spec)
     if not gguf_file:
-        raise LpesError(f"model '{cfg.get('name')}' is not a GGUF file; use its name_or_path directly")
+        raise LpesError(f"model '{spec.name}' is not a GGUF file; use its name_or_path directly")
     model_dir = _converted(source, gguf_file, "model")
     if not model_dir.is_dir():
-        load_model(cfg)
-    load_tokenizer(cfg)
+        load_model(spec)
+    load_tokenizer(spec)
     return model_dir, _converted(source, gguf_file, "tokenizer")
 
 
@@ -115,29 +157,22 @@ def save_dequantised(model, path) -> None:
 
 
 def _save_atomically(obj, target: Path) -> None:
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    if hasattr(obj, "hf_quantizer"):
-        save_dequantised(obj, tmp)
-    else:
-        obj.save_pretrained(tmp)
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
+    replace_folder(target, lambda tmp: save_dequantised(obj, tmp) if hasattr(obj, "hf_quantizer")
+                   else obj.save_pretrained(tmp))
 
 
-def resolve_source(cfg) -> tuple[str, str | None]:
-    """(directory or hub id, gguf file name or None) for a model config."""
-    if cfg.get("name_or_path"):
-        return str(cfg.name_or_path), cfg.get("gguf_file")
-    embedded = cfg.get("embedded")
-    if not embedded:
-        raise LpesError(f"model '{cfg.get('name')}' has neither name_or_path nor embedded files")
-    path = embedded_gguf(list(embedded.parts), embedded.filename)
+def resolve_source(spec: ModelSpec) -> tuple[str, str | None]:
+    """(directory or hub id, gguf file name or None) for a model."""
+    if spec.name_or_path:
+        return str(spec.name_or_path), spec.gguf_file
+    if not spec.embedded:
+        raise LpesError(f"model '{spec.name}' has neither name_or_path nor embedded files")
+    path = embedded_gguf(list(spec.embedded["parts"]), spec.embedded["filename"])
     return str(path.parent), path.name
 
 
 def _check_config(config, name: str) -> None:
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    params = getattr(text, "rope_parameters", None)
+    params = getattr(text_config(config), "rope_parameters", None)
     if not params:
         archs = getattr(config, "architectures", None) or [config.model_type]
         raise LpesError(f"model '{name}' ({archs[0]}) has no rotary position embeddings; lpes patches RoPE models only")
@@ -153,30 +188,23 @@ def _resolve_device(device: str) -> str:
     return device
 
 
-def _validate(cfg) -> None:
-    if cfg.get("dtype", "float32") not in _DTYPES:
-        raise LpesError(f"model.dtype '{cfg.dtype}' is not one of {sorted(_DTYPES)}")
-    if cfg.get("attn_implementation", "sdpa") not in {"sdpa", "eager"}:
-        raise LpesError(f"model.attn_implementation '{cfg.attn_implementation}' is not sdpa or eager")
-
-
-def _random_config(cfg, vocab_size: int):
+def _random_config(spec: ModelSpec, vocab_size: int):
     from transformers import AutoConfig
 
-    options = {k: v for k, v in dict(cfg.random).items() if k not in ("model_type", "seed")}
-    config = AutoConfig.for_model(cfg.random.model_type, vocab_size=vocab_size, **options)
-    config._attn_implementation = cfg.get("attn_implementation", "sdpa")
-    _check_config(config, cfg.name)
+    options = {k: v for k, v in spec.random.items() if k not in ("model_type", "seed")}
+    config = AutoConfig.for_model(spec.random["model_type"], vocab_size=vocab_size, **options)
+    config._attn_implementation = spec.attn_implementation
+    _check_config(config, spec.name)
     return config
 
 
-def _random_model(cfg, tokenizer):
+def _random_model(spec: ModelSpec, tokenizer):
     import torch
     from transformers import AutoModelForCausalLM
 
-    config = _random_config(cfg, len(tokenizer))
-    torch.manual_seed(cfg.random.get("seed", 0))
-    return AutoModelForCausalLM.from_config(config, dtype=getattr(torch, cfg.get("dtype", "float32")))
+    config = _random_config(spec, len(tokenizer))
+    torch.manual_seed(spec.random.get("seed", 0))
+    return AutoModelForCausalLM.from_config(config, dtype=getattr(torch, spec.dtype))
 
 
 def _from_source(loader, source: str, **kwargs):
@@ -189,28 +217,27 @@ def _from_source(loader, source: str, **kwargs):
                         f"local hub cache (offline runs cannot download) ({first})") from None
 
 
-def _config(cfg):
+def _config(spec: ModelSpec):
     """(source, gguf file or None, checked config): the de-quantised cache replaces a GGUF once it exists."""
     from transformers import AutoConfig
 
-    source, gguf_file = resolve_source(cfg)
+    source, gguf_file = resolve_source(spec)
     if gguf_file and _converted(source, gguf_file, "model").is_dir():
         source, gguf_file = str(_converted(source, gguf_file, "model")), None
-    config = _from_source(AutoConfig, source, gguf_file=gguf_file,
-                          trust_remote_code=bool(cfg.get("trust_remote_code", False)))
-    _check_config(config, cfg.get("name", source))
+    config = _from_source(AutoConfig, source, gguf_file=gguf_file, trust_remote_code=spec.trust_remote_code)
+    _check_config(config, spec.name)
     return source, gguf_file, config
 
 
 def load_tokenizer(cfg):
     from transformers import AutoTokenizer
 
-    source, gguf_file = resolve_source(cfg)
+    spec = ModelSpec.of(cfg)
+    source, gguf_file = resolve_source(spec)
     cached = _converted(source, gguf_file, "tokenizer") if gguf_file else None
     if cached is not None and cached.is_dir():
         return AutoTokenizer.from_pretrained(cached)
-    tok = _from_source(AutoTokenizer, source, gguf_file=gguf_file,
-                       trust_remote_code=bool(cfg.get("trust_remote_code", False)))
+    tok = _from_source(AutoTokenizer, source, gguf_file=gguf_file, trust_remote_code=spec.trust_remote_code)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if cached is not None:
@@ -224,31 +251,29 @@ def load_model(cfg, tokenizer=None):
     import torch
     from transformers import AutoModelForCausalLM
 
-    _validate(cfg)
-    device = _resolve_device(cfg.get("device", "cpu"))
-    tokenizer = tokenizer or load_tokenizer(cfg)
-    if cfg.get("random"):
-        model = _random_model(cfg, tokenizer)
+    spec = ModelSpec.of(cfg)
+    device = _resolve_device(spec.device)
+    tokenizer = tokenizer or load_tokenizer(spec)
+    if spec.random:
+        model = _random_model(spec, tokenizer)
     else:
-        source, gguf_file, config = _config(cfg)
-        remote = bool(cfg.get("trust_remote_code", False))
-        dtype = cfg.get("dtype", "float32")
+        source, gguf_file, config = _config(spec)
         model = AutoModelForCausalLM.from_pretrained(
-            source, gguf_file=gguf_file, config=config, trust_remote_code=remote,
-            dtype=dtype if dtype == "auto" else getattr(torch, dtype),
-            attn_implementation=cfg.get("attn_implementation", "sdpa"),
+            source, gguf_file=gguf_file, config=config, trust_remote_code=spec.trust_remote_code,
+            dtype=spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype),
+            attn_implementation=spec.attn_implementation,
         )
         if gguf_file:  # first load of this GGUF: keep the de-quantised model for next time
             _save_atomically(model, _converted(source, gguf_file, "model"))
     model.to(device).eval()
-    return model, tokenizer, describe(model, cfg.get("name", "model"))
+    return model, tokenizer, describe(model, spec.name)
 
 
 def describe(model, name: str) -> ModelInfo:
     from .position import rope_layout
 
     _, layers, specs = rope_layout(model)  # refuses models the patch cannot handle
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    config = text_config(model.config)
     params = config.rope_parameters
     if "rope_theta" not in params:  # per-layer-type parameters (Gemma3): report the global layers'
         params = params.get("full_attention", next(iter(params.values())))
@@ -284,10 +309,7 @@ def trained_context(config) -> int:
 
 def peek(cfg) -> ModelShape:
     """Layer count and trained context from the config alone (no weights)."""
-    _validate(cfg)
-    if cfg.get("random"):
-        config = _random_config(cfg, vocab_size=256)
-    else:
-        config = _config(cfg)[2]
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    spec = ModelSpec.of(cfg)
+    config = _random_config(spec, vocab_size=256) if spec.random else _config(spec)[2]
+    text = text_config(config)
     return ModelShape(n_layers=int(text.num_hidden_layers), trained_context=trained_context(text))

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .evaluator import Scores  # noqa: E402
+from .results import Scores  # noqa: E402
 
 
 def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "") -> Path:

@@ -1,15 +1,21 @@
-"""One generic registry per plugin kind, with lazy third-party entry points.
+"""One generic registry per plugin kind; built-ins and third-party plugins are found the same lazy way.
 
-A registry maps a name to a factory. Built-in entries register with the decorator; installed packages
-contribute entries through the ``importlib.metadata`` entry point group named after the registry
-(e.g. ``lpes_framework.curves``). Entry points are only imported when their name is asked for, so a
-broken plugin never breaks the others, and its failure is reported as one line.
+A registry maps a name to a factory. A built-in plugin is one module of the registry's package, named
+after the plugin (``curves/bezier.py`` is the curve ``bezier``; modules starting with ``_`` and ``base``
+hold shared code), whose factory is marked ``@REGISTRY.plugin``; installed packages contribute entries
+through the ``importlib.metadata`` entry point group of the registry (e.g. ``lpes_framework.curves``).
+Nothing is imported until its name is asked for, so listing names costs no imports, a broken plugin
+never breaks the others, and its failure is reported as one line. Plugin classes must derive from the
+kind's base class, and get their ``name`` from the registry (the name is written once).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import importlib.util
 import inspect
+import pkgutil
 from importlib import metadata
 from typing import Any, Callable, Generic, TypeVar
 
@@ -26,26 +32,59 @@ def _same_kind(default: Any, value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _resolve(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 class Registry(Generic[T]):
-    def __init__(self, kind: str, group: str):
-        self.kind = kind
-        self.group = group
+    """``kind`` names it in messages, ``group`` is its entry point group, ``package`` holds the built-in
+    modules, ``base`` ('module:Class', resolved when first needed) is the class every plugin class must
+    derive from (None: any callable)."""
+
+    def __init__(self, kind: str, group: str, package: str | None = None, base: str | None = None):
+        self.kind, self.group, self.package, self._base = kind, group, package, base
         self._entries: dict[str, T] = {}
 
+    def plugin(self, obj: T) -> T:
+        """Decorator for a built-in plugin: registered under the name of the module that defines it."""
+        self._add(obj.__module__.rpartition(".")[2], obj, obj.__module__)
+        return obj
+
     def register(self, name: str) -> Callable[[T], T]:
+        """Decorator registering under ``name`` from anywhere (a notebook, a test)."""
+
         def add(obj: T) -> T:
-            if name in self._entries:
-                raise LpesError(f"{self.kind} '{name}' is registered twice")
-            self._entries[name] = obj
+            self._add(name, obj, f"{obj.__module__}.{getattr(obj, '__qualname__', obj)}")
             return obj
 
         return add
+
+    def _add(self, name: str, obj: T, where: str) -> None:
+        if name in self._entries and self._entries[name] is not obj:
+            raise LpesError(f"{self.kind} '{name}' is registered twice")
+        base = _resolve(self._base) if self._base else None
+        if base is not None and not (isinstance(obj, type) and issubclass(obj, base)):
+            raise LpesError(f"{self.kind} '{name}' ({where}) must be a subclass of {base.__module__}.{base.__name__}")
+        if base is None and not callable(obj):
+            raise LpesError(f"{self.kind} '{name}' ({where}) must be callable")
+        if isinstance(obj, type):
+            obj.name = name  # instances report the name they were built by
+        self._entries[name] = obj
+
+    def builtins(self) -> list[str]:
+        """Names of the built-in plugin modules (found without importing them)."""
+        if self.package is None:
+            return []
+        spec = importlib.util.find_spec(self.package)
+        return [m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)
+                if not m.name.startswith("_") and m.name != "base"]
 
     def _entry_points(self) -> dict[str, metadata.EntryPoint]:
         return {ep.name: ep for ep in metadata.entry_points(group=self.group)}
 
     def names(self) -> list[str]:
-        return sorted(set(self._entries) | set(self._entry_points()))
+        return sorted(set(self._entries) | set(self.builtins()) | set(self._entry_points()))
 
     def plugins(self) -> dict[str, str]:
         """Installed third-party entries: name -> 'module:attr (distribution)'."""
@@ -57,6 +96,11 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         if name in self._entries:
+            return self._entries[name]
+        if name in self.builtins():
+            importlib.import_module(f"{self.package}.{name}")  # the module registers its plugin
+            if name not in self._entries:
+                raise LpesError(f"{self.package}.{name} marks no {self.kind} with @plugin")
             return self._entries[name]
         ep = self._entry_points().get(name)
         if ep is None:
@@ -70,7 +114,7 @@ class Registry(Generic[T]):
             raise LpesError(
                 f"{self.kind} plugin '{name}' ({ep.value}) failed to import: {type(exc).__name__}: {exc}"
             ) from exc
-        self._entries[name] = obj
+        self._add(name, obj, ep.value)
         return obj
 
     def options(self, cfg: Any, *args, **extra) -> tuple[Any, dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from typing import Mapping
 
 from .jsonio import nulls_to_nan
 
@@ -74,3 +75,14 @@ def by_position(rows: list[ScoreRow]) -> dict[str, PositionStats]:
     for row in rows:
         groups[str(row.position)].append(row)
     return {pos: summarise(group) for pos, group in groups.items()}
+
+
+Scores = dict[str, dict[str, PositionStats]]  # task -> gold position -> stats
+
+
+def scores_to_json(scores: Scores) -> dict:
+    return {task: {pos: stats.as_dict() for pos, stats in per_pos.items()} for task, per_pos in scores.items()}
+
+
+def scores_from_json(data: Mapping) -> Scores:
+    return {task: {pos: PositionStats(**stats) for pos, stats in per_pos.items()} for task, per_pos in data.items()}

@@ -21,13 +21,14 @@ from .cli import plain, prepare, task_specs
 from .comparison import compare, format_intervals, format_table
 from .curves import build_curve
 from .errors import LpesError
-from .evaluator import scores_from_json, scores_to_json
-from .executors import EXECUTORS, build_executor, encode_splits
+from .results import scores_from_json, scores_to_json
+from .executors import build_executor, encode_splits
 from .export import factors_record, write_json_atomic
-from .fitness import FitnessWeights, outcome
+from .fitness import FitnessWeights, Outcome, outcome
 from .loggers import build_logger
+from .registries import EXECUTORS, LOGGERS
 from .models import peek
-from .optim import Outcome, build_optimizer
+from .optim import build_optimizer
 from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
 from .position import build_scheme
 from .results import by_position
@@ -38,8 +39,11 @@ from .tasks import SPLITS, TASKS
 _RESUME_FREE = {"resume", "logger", "threads", "progress", "validation", "executor"}
 
 
-def _fingerprint(cfg: DictConfig) -> dict:
-    data = {k: v for k, v in plain(cfg).items() if k not in _RESUME_FREE}
+def _fingerprint(data: dict, objectives: int) -> dict:
+    """What must not change between a run and its resume (applied to the stored fingerprint too, so runs
+    written before a key became free still resume)."""
+    free = _RESUME_FREE | ({"perplexity_task"} if objectives == 1 else set())  # unused by a scalar optimizer
+    data = {k: v for k, v in data.items() if k not in free}
     data["optimizer"] = {k: v for k, v in data["optimizer"].items() if k != "generations"}  # a resume may extend
     return data
 
@@ -57,12 +61,14 @@ class Search:
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
         if int(cfg.validation.top_k) < 1:
             raise LpesError(f"validation.top_k must be >= 1, got {cfg.validation.top_k}")
-        if self.optimizer.objectives == 2 and not any(s["name"] == "perplexity" for s in specs.values()):
-            specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
-        self.task_specs = specs
         self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
+        if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
+            specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
+            self.tasks["perplexity"] = TASKS.build(specs["perplexity"])
+        self.task_specs = specs
         self.executor_cfg = plain(cfg.executor)
-        EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor is refused now
+        EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor or logger is refused now
+        LOGGERS.get((cfg.get("logger") or {"name": "none"})["name"])
         # everything besides the factors that changes a search-split score: the evaluation cache key
         self.context = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
                         "scoring": cfg.scoring, "share_prefix": cfg.share_prefix,
@@ -84,7 +90,8 @@ class Search:
         state = self.store.load_checkpoint()
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
-        if state["fingerprint"] != _fingerprint(self.cfg):
+        objectives = self.optimizer.objectives
+        if _fingerprint(state["fingerprint"], objectives) != _fingerprint(plain(self.cfg), objectives):
             raise LpesError(f"{self.store.checkpoint} was written by a different configuration; "
                             "resume with the original overrides")
         self.optimizer.load_state_dict(state["optimizer"])
@@ -132,7 +139,8 @@ class Search:
             entry = {"generation": self.optimizer.generation, "evaluated": len(genomes),
                      "best_fitness": best.fitness, "mean_fitness": float(np.mean(finite)) if finite else math.nan}
             self.log.append(entry)
-            self.store.save_checkpoint({"fingerprint": _fingerprint(self.cfg), "log": self.log,
+            self.store.save_checkpoint({"fingerprint": _fingerprint(plain(self.cfg), self.optimizer.objectives),
+                                        "log": self.log,
                                         "optimizer": self.optimizer.state_dict()})
             if logger is not None:
                 logger.log_generation(entry["generation"], entry, self.curve.factors(best_genome))
@@ -164,7 +172,7 @@ class Search:
         top = self.top_candidates(int(self.cfg.validation.top_k))
         uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
         n_layers = self.shape.n_layers
-        uniform_name = f"uniform {uniform:g}"
+        uniform_name = f"uniform {self.scheme_cfg['name']} {uniform:g}"  # as the evaluate command names it
         scheme = self.scheme_cfg
         candidates = {f"top {i + 1}": (self.curve.factors(g), scheme) for i, (g, _) in enumerate(top)}
         validation = compare(self.executor, "validation",
@@ -199,8 +207,8 @@ class Search:
         subtitle = "; ".join(f"{task} middle, found - unpatched: {i} points" for task, i in middle.items())
         plot_by_position(methods, self.out / "by_position.png",
                          title=f"{self.info.name}: held-out test split\n{subtitle}")
-        if hasattr(self.optimizer, "front"):
-            front = self.optimizer.front()
+        front = self.optimizer.front()
+        if front:
             write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
             points = [(o.perplexity, o.retrieval) for _, o in self.optimizer.history.values()
                       if math.isfinite(o.perplexity)]
@@ -241,7 +249,7 @@ class Search:
                  "| method | test fitness |", "|---|---|"]
         lines += [f"| {name} | {o['fitness']:.4f} |" for name, o in test_outcomes.items()]
         lines += ["", "![by position](by_position.png)", ""]
-        if hasattr(self.optimizer, "front"):
+        if self.optimizer.front():
             lines += ["## Pareto front", "", "![pareto](pareto.png)", ""]
         (self.out / "report.md").write_text("\n".join(lines))
 

@@ -15,6 +15,7 @@ import pickle
 from pathlib import Path
 
 from . import jsonio
+from .atomic import write_atomic
 from .errors import LpesError
 
 CHECKPOINT_VERSION = 1
@@ -61,12 +62,7 @@ class RunStore:
             os.fsync(fh.fileno())
 
     def save_checkpoint(self, state: dict) -> None:
-        tmp = self.checkpoint.with_suffix(".pkl.tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump({"version": CHECKPOINT_VERSION, **state}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.checkpoint)
+        write_atomic(self.checkpoint, pickle.dumps({"version": CHECKPOINT_VERSION, **state}))
 
     def load_checkpoint(self) -> dict | None:
         if not self.checkpoint.exists():

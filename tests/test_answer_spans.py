@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from lpes_framework.scoring import score_teacher_forced
+from lpes_framework.scoring.teacher_forced import score_teacher_forced
 from lpes_framework.tasks import TASKS
 from lpes_framework.tasks.base import Sample, encode_sample
 

@@ -1,4 +1,5 @@
-"""Configs compose from the package (so they work from an installed wheel) and the wheel ships them."""
+"""Configs compose from the package (so they work from an installed wheel) and the wheel ships them
+(every option of every group is built in ``test_config_groups.py``)."""
 
 import subprocess
 import sys
@@ -9,28 +10,25 @@ import pytest
 from omegaconf import OmegaConf
 
 from lpes_framework.config import compose_config
-from lpes_framework.curves import CURVES
-from lpes_framework.optim import OPTIMIZERS
-from lpes_framework.position import SCHEMES
-from lpes_framework.tasks import TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
-GROUPS = {"pos": SCHEMES, "curve": CURVES, "optimizer": OPTIMIZERS, "task": TASKS}
 
 
-@pytest.mark.parametrize("group", sorted(GROUPS))
-def test_every_group_option_composes_and_names_a_registered_entry(group):
-    options = sorted(p.stem for p in (ROOT / "conf" / group).glob("*.yaml"))
-    assert options
-    for option in options:
-        cfg = compose_config("config", [f"{group}={option}"])
-        assert cfg[group].name in GROUPS[group].names()
+@pytest.mark.parametrize("experiment,key,value", [("quick", "task.samples_per_position", 4),
+                                                  ("quick", "curve.low", 0.7),
+                                                  ("paper", "task.pairs", 40),
+                                                  ("paper", "model.name_or_path", "meta-llama/Llama-2-7b-chat-hf")])
+def test_experiments_set_their_values_over_the_defaults(experiment, key, value):
+    default = OmegaConf.select(compose_config("config", []), key)
+    assert default != value  # else the check below proves nothing
+    assert OmegaConf.select(compose_config("config", [f"experiment={experiment}"]), key) == value
 
 
-@pytest.mark.parametrize("experiment", ["quick", "paper"])
-def test_presets_compose(experiment):
-    cfg = compose_config("config", [f"experiment={experiment}"])
-    assert OmegaConf.to_container(cfg, resolve=False)["optimizer"]["name"] == "ga"
+def test_both_commands_share_one_defaults_file():
+    search, evaluate = compose_config("config", ["seed=3"]), compose_config("evaluate", ["seed=3"])
+    for key in ("model", "pos", "curve", "task", "scoring", "batch_size", "share_prefix", "seed", "threads"):
+        assert search[key] == evaluate[key], key
+    assert search.perplexity_task.chat_template is False  # composed from task/perplexity.yaml
 
 
 def test_wheel_contains_every_config(tmp_path):
@@ -40,3 +38,5 @@ def test_wheel_contains_every_config(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for yaml in (ROOT / "lpes_framework" / "conf").rglob("*.yaml"):
         assert f"lpes_framework/conf/{yaml.relative_to(ROOT / 'lpes_framework' / 'conf')}" in names
+    for preset in (ROOT / "lpes_framework" / "presets").glob("*.json"):
+        assert f"lpes_framework/presets/{preset.name}" in names

@@ -1,6 +1,10 @@
-"""The Ms-PoE plugin package: installed with pip, found through entry points and Hydra's search path."""
+"""The Ms-PoE plugin package: installed with pip, found through entry points and Hydra's search path.
+
+It is installed into a temporary folder put on the path of this process and of the commands it runs,
+so the environment running the tests is left as it was."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,32 +13,37 @@ import pytest
 import torch
 
 from conftest import TINY_TASK, run_cli, tiny_model
+from lpes_framework.errors import LpesError
 
 PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "lpes-mspoe"
 
 
 @pytest.fixture(scope="module")
-def installed():
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(PLUGIN)],
-                   check=True, capture_output=True)
+def installed(tmp_path_factory):
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(PLUGIN)], check=True, capture_output=True)
+    sys.path.insert(0, str(target))
     from lpes_framework.position import apply_layer_scaling, build_scheme
 
-    return apply_layer_scaling, build_scheme
+    yield apply_layer_scaling, build_scheme, {"PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH")]))}
+    sys.path.remove(str(target))
 
 
 def test_evaluate_command_runs_with_the_plugin_scheme(installed, tmp_path):
+    env = installed[2]
     proc = run_cli("lpes_framework.evaluate", *TINY_TASK, "pos=mspoe", "methods.uniform=[1.0]",
-                   f"hydra.run.dir={tmp_path}")
+                   f"hydra.run.dir={tmp_path}", env=env)
     assert "uniform mspoe 1" in proc.stdout
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["methods"]["uniform mspoe 1"]["scheme"]["head_order"] == "position_awareness"
-    listing = run_cli("lpes_framework", "--plugins").stdout
-    assert "plugin mspoe: lpes_mspoe:MsPoE (lpes-mspoe)" in listing
+    listing = run_cli("lpes_framework", "--plugins", env=env).stdout
+    assert "plugin mspoe: lpes_mspoe.scheme:MsPoE (lpes-mspoe)" in listing
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_mspoe_reduces_to_plain_rope_when_all_heads_share_a_ratio(installed, arch):
-    apply_layer_scaling, build_scheme = installed
+    apply_layer_scaling, build_scheme, _ = installed
     model = tiny_model(arch)
     ids = torch.randint(3, 97, (2, 40))
     with torch.no_grad():
@@ -53,7 +62,7 @@ def test_mspoe_reduces_to_plain_rope_when_all_heads_share_a_ratio(installed, arc
 
 
 def test_head_ratios_follow_the_paper(installed):
-    _, build_scheme = installed
+    _, build_scheme, _ = installed
     model = tiny_model("llama", num_key_value_heads=4)
     with installed[0](model, [1.0, 1.0, 1.0, 2.0], build_scheme({"name": "mspoe"})) as handle:
         ratios = handle.ratios
@@ -63,6 +72,6 @@ def test_head_ratios_follow_the_paper(installed):
 
 
 def test_gemma3_is_refused(installed):
-    apply_layer_scaling, build_scheme = installed
-    with pytest.raises(Exception, match="fused or normalised q/k"):
+    apply_layer_scaling, build_scheme, _ = installed
+    with pytest.raises(LpesError, match="fused or normalised q/k"):
         apply_layer_scaling(tiny_model("gemma3_text"), [1.0] * 4, build_scheme({"name": "mspoe", "head_order": "sequential"}))

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from conftest import read_jsonl, run_cli
-from lpes_framework.evaluator import Evaluator
+from lpes_framework.executors import Evaluator
 from lpes_framework.position import apply_layer_scaling, build_scheme
+from lpes_framework.results import by_position
 from lpes_framework.tasks import TASKS
 
 pytestmark = pytest.mark.slow
@@ -43,7 +44,7 @@ def test_kv_retrieval_scores_on_the_real_model(smollm2):
     task = TASKS.build({"name": "kv_retrieval", "pairs": 4, "gold_positions": [0, 3], "samples_per_position": 2,
                         "key_kind": "hex", "answer_prefix": '"'})
     evaluator = Evaluator(tok, {"kv": task}, split="test", trained_context=info.trained_context, progress=False)
-    scores = evaluator.run(model)["kv"]
+    scores = by_position(evaluator.rows(model)["kv"])
     assert list(scores) == ["0", "3"] and all(s.count == 2 for s in scores.values())
     # at 4 pairs the model copies well: the gold value is likely (a broken patch would give about -10)
     assert all(-3.0 < s.logprob < 0 for s in scores.values())
@@ -60,7 +61,7 @@ def test_search_end_to_end_on_the_embedded_model(tmp_path):
 
 
 def test_shared_prefix_scoring_is_exact_on_the_embedded_model(smollm2):
-    from lpes_framework.scoring import score_teacher_forced
+    from lpes_framework.scoring.teacher_forced import score_teacher_forced
 
     model, tok, info = smollm2
     task = TASKS.build({"name": "kv_retrieval", "pairs": 12, "gold_positions": [0, 4, 8, 11], "samples_per_position": 2,

@@ -6,7 +6,9 @@ import torch
 
 from conftest import tiny_model
 from lpes_framework.position import apply_layer_scaling, build_scheme
-from lpes_framework.scoring import prefix_groups, score_generate, score_teacher_forced
+from lpes_framework.scoring import prefix_groups
+from lpes_framework.scoring.generate import score_generate
+from lpes_framework.scoring.teacher_forced import score_teacher_forced
 from lpes_framework.tasks.base import Encoded, Sample
 
 

@@ -1,11 +1,11 @@
-"""Optimizer registry: ask/tell search algorithms with checkpointable state."""
+"""Optimizers: ask/tell search algorithms with checkpointable state, one module per optimizer (see ``base``)."""
 
-from . import ga, nsga2, random_search  # noqa: F401  (register the built-in optimizers)
-from .base import OPTIMIZERS, Optimizer, Outcome, genome_key
+from ..registries import OPTIMIZERS
+from .base import Optimizer, genome_key
 
 
 def build_optimizer(cfg, curve, seed: int) -> Optimizer:
     return OPTIMIZERS.build({"seed": seed} | dict(cfg), curve)
 
 
-__all__ = ["OPTIMIZERS", "Optimizer", "Outcome", "build_optimizer", "genome_key"]
+__all__ = ["OPTIMIZERS", "Optimizer", "build_optimizer", "genome_key"]

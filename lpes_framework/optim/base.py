@@ -9,26 +9,11 @@ genomes the killed one would have asked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..curves import Curve
 from ..errors import LpesError
-from ..jsonio import nulls_to_nan
-from ..registry import Registry
-
-OPTIMIZERS: Registry = Registry("optimizer", "lpes_framework.optimizers")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    fitness: float  # scalar to maximise (penalised when the candidate produced NaN/inf)
-    retrieval: float  # weighted retrieval score (NSGA-II objective 1, maximised)
-    perplexity: float  # perplexity on the perplexity task (NSGA-II objective 2, minimised; nan if none)
-
-    def __post_init__(self):
-        nulls_to_nan(self)  # JSON stores a missing perplexity as null
+from ..fitness import Outcome
 
 
 def genome_key(genome) -> tuple:
@@ -37,8 +22,8 @@ def genome_key(genome) -> tuple:
 
 
 class Optimizer:
-    name = "optimizer"
-    objectives = 1  # 2 = also needs a perplexity objective
+    name = "optimizer"  # set by the registry
+    objectives = 1  # 2: the search adds a perplexity task for the second objective
 
     def __init__(self, curve: Curve, *, generations: int, seed: int = 0):
         if generations < 1:
@@ -66,6 +51,10 @@ class Optimizer:
             raise LpesError("no candidate has been evaluated yet")
         genome, outcome = max(self.history.values(), key=lambda item: item[1].fitness)
         return np.asarray(genome), outcome
+
+    def front(self) -> list[tuple[list[float], Outcome]]:
+        """Non-dominated (genome, outcome) pairs of a multi-objective optimizer; none for a scalar one."""
+        return []
 
     def random_genome(self) -> np.ndarray:
         low, high = self.curve.bounds()

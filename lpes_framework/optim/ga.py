@@ -13,13 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LpesError
-from .base import OPTIMIZERS, Optimizer, genome_key
+from ..registries import OPTIMIZERS
+from .base import Optimizer, genome_key
 
 
-@OPTIMIZERS.register("ga")
+@OPTIMIZERS.plugin
 class GeneticAlgorithm(Optimizer):
-    name = "ga"
-
     def __init__(self, curve, *, population: int = 16, parents: int = 8, mutations: int = 4, crossovers: int = 4,
                  generations: int = 10, mutation_sigma: float = 0.15, mutation_rate: float = 0.5,
                  init_uniform=(1.1, 1.25, 1.5), seed: int = 0):

@@ -17,7 +17,9 @@ from pymoo.core.termination import NoTermination
 from pymoo.problems.static import StaticProblem
 
 from ..errors import LpesError
-from .base import OPTIMIZERS, Optimizer, Outcome
+from ..fitness import Outcome
+from ..registries import OPTIMIZERS
+from .base import Optimizer
 
 
 class CurveRepair(Repair):
@@ -31,9 +33,8 @@ class CurveRepair(Repair):
         return np.stack([self.curve.repair(x) for x in X])
 
 
-@OPTIMIZERS.register("nsga2")
+@OPTIMIZERS.plugin
 class NSGA2Search(Optimizer):
-    name = "nsga2"
     objectives = 2
 
     def __init__(self, curve, *, population: int = 16, generations: int = 10, seed: int = 0):

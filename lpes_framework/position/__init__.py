@@ -1,7 +1,9 @@
 """Position schemes (pure maths) and the per-layer patch that applies them to a model."""
 
 from .patch import LayerScaling, PatchHandle, apply_layer_scaling, rope_layout, rotary_tables, validate_factors
-from .schemes import SCHEMES, RopeSpec, Scheme, build_scheme, ntk_alpha, wavelength_ramp
+from ..registries import SCHEMES
+from .schemes import RopeSpec, Scheme, build_scheme, wavelength_ramp
+from .schemes.ntk import ntk_alpha
 
 __all__ = [
     "SCHEMES", "LayerScaling", "PatchHandle", "RopeSpec", "Scheme", "apply_layer_scaling", "build_scheme", "ntk_alpha",

@@ -11,14 +11,14 @@ own frequencies keep the model's own tables, which makes an all-ones schedule bi
 from __future__ import annotations
 
 import inspect
-import math
 from collections import Counter
 from collections.abc import Sequence
 
 import torch
 
 from ..errors import LpesError
-from .schemes import RopeSpec, Scheme
+from ..models import text_config
+from .schemes import RopeSpec, Scheme, check_factor
 
 # These rope types recompute their frequencies from the running length inside the rotary module; a
 # static copy of them would silently be wrong, so they are refused rather than patched.
@@ -47,7 +47,7 @@ def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list
         raise LpesError(f"{_arch(model)} has no rotary position embedding (RoPE) module; lpes patches RoPE models only")
     if "position_embeddings" not in inspect.signature(layers[0].forward).parameters:
         raise LpesError(f"{_arch(model)}: decoder layers take no position_embeddings argument; architecture not supported")
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    config = text_config(model.config)
     layer_types = getattr(config, "layer_types", None) if hasattr(rotary, "layer_types") else None
     specs: dict[str, RopeSpec] = {}
     out = []
@@ -79,10 +79,8 @@ def validate_factors(factors: Sequence[float], n_layers: int) -> list[float]:
     values = [float(f) for f in factors]
     if len(values) != n_layers:
         raise LpesError(f"got {len(values)} factors for a model with {n_layers} decoder layers")
-    bad = [(i, f) for i, f in enumerate(values) if not math.isfinite(f) or f <= 0]
-    if bad:
-        i, f = bad[0]
-        raise LpesError(f"factor for layer {i} is {f}; factors must be finite and > 0")
+    for i, f in enumerate(values):
+        check_factor(f, f"factor for layer {i}")
     return values
 
 

@@ -18,10 +18,8 @@ import numpy as np
 
 from ..errors import LpesError
 from ..metrics import answer_found
-from ..registry import Registry
 
 SPLITS = ("search", "test", "validation")
-TASKS: Registry = Registry("task", "lpes_framework.tasks")
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ def split_records(records: Sequence, split: str) -> list:
 
 
 class Task:
-    """Base class: subclasses set ``name`` and implement ``samples``."""
+    """Base class: subclasses implement ``samples`` (their ``name`` is the registry's)."""
 
     name = "task"
     # retrieval tasks report accuracy; perplexity reports exp(-mean log-prob)
@@ -85,10 +83,6 @@ class Task:
         self.chat_template = chat_template
         self.max_new_tokens = max_new_tokens
         self.weight = weight
-
-    @property
-    def positions(self) -> list:
-        raise NotImplementedError
 
     def samples(self, split: str, tokenizer) -> list[Sample]:
         raise NotImplementedError

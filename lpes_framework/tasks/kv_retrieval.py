@@ -13,7 +13,8 @@ import json
 import uuid
 
 from ..errors import LpesError
-from .base import TASKS, Sample, Task, check_layout, check_positions, file_stamp, read_jsonl, rng_for, split_records
+from ..registries import TASKS
+from .base import Sample, Task, check_layout, check_positions, file_stamp, read_jsonl, rng_for, split_records
 
 PROMPT = ("Extract the value corresponding to the specified key in the JSON object below.\n\n"
           "JSON data:\n{records}\n\nKey: \"{key}\"\nCorresponding value:")
@@ -51,10 +52,8 @@ def random_key(rng, kind: str, hex_len: int) -> str:
     raise LpesError(f"kv_retrieval: key_kind must be 'uuid' or 'hex', got '{kind}'")
 
 
-@TASKS.register("kv_retrieval")
+@TASKS.plugin
 class KVRetrieval(Task):
-    name = "kv_retrieval"
-
     def __init__(self, *, pairs: int = 10, gold_positions=(0, 4, 9), key_kind: str = "uuid", hex_len: int = 8,
                  answer_prefix: str = "", layout: str = "queries", path: str | None = None, **common):
         super().__init__(**common)
@@ -71,10 +70,6 @@ class KVRetrieval(Task):
         self.answer_prefix = answer_prefix
         self.layout = check_layout(self.name, layout)
         random_key(rng_for(0, "search", 0), key_kind, hex_len)  # validates key_kind now
-
-    @property
-    def positions(self) -> list:
-        return list(self.gold_positions)
 
     def describe(self) -> dict:
         return super().describe() | ({"file_stamp": file_stamp(self.path)} if self.path else {})

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ..errors import LpesError
 from ..metrics import best_subspan_em
-from .base import TASKS, Sample, Task, file_stamp, read_jsonl, split_records
+from ..registries import TASKS
+from .base import Sample, Task, check_positions, file_stamp, read_jsonl, split_records
 
 PROMPT = ("Write a high-quality answer for the given question using only the provided search results "
           "(some of which might be irrelevant).\n\n{documents}\n\nQuestion: {question}\nAnswer:")
@@ -24,10 +25,8 @@ def read_records(path: str) -> list[dict]:
     return records
 
 
-@TASKS.register("mdqa")
+@TASKS.plugin
 class MultiDocQA(Task):
-    name = "mdqa"
-
     def __init__(self, *, path: str | None = None, documents: int = 10, gold_positions=(0, 4, 9), **common):
         super().__init__(**common)
         if not path or path == "???":
@@ -35,13 +34,7 @@ class MultiDocQA(Task):
         self.path = str(path)
         self._records = read_records(self.path)  # read now: a bad file is refused before any model loads
         self.documents = documents
-        self.gold_positions = [int(p) for p in gold_positions]
-        if any(p < 0 or p >= documents for p in self.gold_positions):
-            raise LpesError(f"mdqa: gold positions {self.gold_positions} must lie in [0, {documents - 1}]")
-
-    @property
-    def positions(self) -> list:
-        return list(self.gold_positions)
+        self.gold_positions = check_positions(self.name, gold_positions, documents)
 
     def matches(self, text: str, answers) -> bool:
         return best_subspan_em(text, answers)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import LpesError
-from .base import TASKS, Encoded, Sample, Task, file_stamp, split_records
+from ..registries import TASKS
+from .base import Encoded, Sample, Task, file_stamp, split_records
 
 
 def builtin_text() -> str:
@@ -20,9 +21,8 @@ def builtin_text() -> str:
     return "\n\n".join(topics[k] for k in sorted(topics))
 
 
-@TASKS.register("perplexity")
+@TASKS.plugin
 class Perplexity(Task):
-    name = "perplexity"
     metric = "perplexity"
 
     def __init__(self, *, files=(), window_tokens: int = 1024, windows: int = 4, **common):
@@ -35,10 +35,6 @@ class Perplexity(Task):
                 raise LpesError(f"perplexity: file not found: {f}")
         if window_tokens < 16:
             raise LpesError(f"perplexity: window_tokens must be >= 16, got {window_tokens}")
-
-    @property
-    def positions(self) -> list:
-        return ["all"]
 
     def describe(self) -> dict:
         return super().describe() | {"file_stamps": [file_stamp(f) for f in self.files]}

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import OPTIMIZERS, Optimizer
+from ..registries import OPTIMIZERS
+from .base import Optimizer
 
 
-@OPTIMIZERS.register("random")
+@OPTIMIZERS.plugin
 class RandomSearch(Optimizer):
-    name = "random"
-
     def __init__(self, curve, *, population: int = 8, generations: int = 10, seed: int = 0):
         super().__init__(curve, generations=generations, seed=seed)
         self.population = population

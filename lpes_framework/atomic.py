@@ -1,0 +1,42 @@
+"""Replace a file or a folder whole: a reader, a second process or a resumed run sees the old version or
+the new one, never half of either (write beside the target, flush to disk, then rename over it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+
+@contextmanager
+def atomic_file(target: str | os.PathLike, mode: str = "w") -> Iterator:
+    """An open file that becomes ``target`` when the block ends without error (else it is discarded)."""
+    target = Path(target)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, mode) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(target: str | os.PathLike, data: str | bytes) -> None:
+    with atomic_file(target, "wb" if isinstance(data, bytes) else "w") as fh:
+        fh.write(data)
+
+
+def replace_folder(target: str | os.PathLike, fill: Callable[[Path], None]) -> None:
+    """Build a folder with ``fill(path)`` beside ``target``, then swap it in."""
+    target = Path(target)
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    try:
+        fill(tmp)
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

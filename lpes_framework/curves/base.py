@@ -1,0 +1,98 @@
+"""Curves: a genome (a few genes) -> one RoPE factor per decoder layer.
+
+All curves read their genes as factor values and are evaluated at the normalised layer index
+t_l = l / (L - 1). Every curve keeps its output inside [low, high] because each is a convex
+combination or a shape-preserving interpolation of its genes, and gene values are clipped to
+[low, high]; ``monotone`` sorts the genes, which makes every curve here monotone in the layer index.
+
+- ``bezier``:   B(t) = sum_k C(n, k) (1 - t)^(n - k) t^k P_k  with n + 1 = control_points (cubic: 4)
+- ``spline``:   PCHIP (monotone cubic Hermite) through the genes at equally spaced t
+- ``linear``:   straight line from the first gene to the second
+- ``step``:     ``steps`` genes, each held over an equal block of consecutive layers
+- ``constant``: one gene for every layer (the uniform-scaling baseline)
+- ``free``:     one gene per layer
+
+Each curve is one module of this package (``@CURVES.plugin`` on a ``Curve`` subclass); this module holds
+what they share.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import LpesError
+from ..registries import CURVES
+
+_MONOTONE = (None, "increasing", "decreasing")
+
+
+def layer_grid(n_layers: int) -> np.ndarray:
+    return np.linspace(0.0, 1.0, n_layers) if n_layers > 1 else np.zeros(1)
+
+
+class Curve:
+    """Base: genes in [low, high]; subclasses define ``gene_count(n_layers)`` and ``shape(genes, t)``."""
+
+    name = "curve"  # set by the registry
+
+    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
+        if n_layers < 1:
+            raise LpesError(f"curve needs at least one layer, got {n_layers}")
+        if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 or high < low:
+            raise LpesError(f"curve bounds must satisfy 0 < low <= high, got low={low}, high={high}")
+        if monotone not in _MONOTONE:
+            raise LpesError(f"curve monotone must be null, 'increasing' or 'decreasing', got {monotone!r}")
+        n_genes = self.gene_count(n_layers)
+        if n_genes < 1:
+            raise LpesError(f"{self.name}: needs at least one gene, got {n_genes}")
+        self.n_layers, self.n_genes = n_layers, n_genes
+        self.low, self.high, self.monotone = float(low), float(high), monotone
+
+    def gene_count(self, n_layers: int) -> int:
+        raise NotImplementedError
+
+    def shape(self, genes: np.ndarray, t: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def repair(self, genome: Sequence[float]) -> np.ndarray:
+        """The nearest valid genome: right length, finite, clipped to bounds, sorted if monotone."""
+        genes = np.asarray(genome, dtype=float)
+        if genes.shape != (self.n_genes,):
+            raise LpesError(f"{self.name} curve takes {self.n_genes} genes, got {genes.size}")
+        if not np.all(np.isfinite(genes)):
+            raise LpesError(f"genome has non-finite genes: {genes.tolist()}")
+        genes = np.clip(genes, self.low, self.high)
+        if self.monotone == "increasing":
+            genes = np.sort(genes)
+        elif self.monotone == "decreasing":
+            genes = np.sort(genes)[::-1]
+        return genes
+
+    def factors(self, genome: Sequence[float]) -> np.ndarray:
+        genes = self.repair(genome)
+        if np.all(genes == genes[0]):
+            # every curve maps equal genes to that constant; computing it exactly keeps the identity
+            # genome bit-identical to the unpatched model (basis sums carry float round-off)
+            return np.full(self.n_layers, genes[0])
+        # float round-off of the basis can step a hair outside the bounds; the clip keeps the promise
+        return np.clip(self.shape(genes, layer_grid(self.n_layers)), self.low, self.high)
+
+    def uniform(self, value: float) -> np.ndarray:
+        """The genome that gives ``value`` at every layer (identity when value == 1)."""
+        if not self.low <= value <= self.high:
+            raise LpesError(f"uniform factor {value} is outside the curve bounds [{self.low}, {self.high}]")
+        return np.full(self.n_genes, float(value))
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.full(self.n_genes, self.low), np.full(self.n_genes, self.high)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "n_genes": self.n_genes, "low": self.low, "high": self.high,
+                "monotone": self.monotone}
+
+
+
+def build_curve(cfg, n_layers: int) -> Curve:
+    return CURVES.build(cfg, n_layers=n_layers)

@@ -1,0 +1,26 @@
+"""Where candidates are scored: in this process (``executor=local``) or on Ray workers (``executor=ray``).
+
+A job is ``(split, factors or None, scheme config or None)``: one factor schedule scored on one split
+(None: the unpatched model). ``run(jobs)`` yields each job's (per-sample rows, seconds) in job order, whatever
+order they finish in, so the driver (which alone writes the evaluation log and the checkpoint) writes
+the same records in the same order with any executor. Ray workers each load the model once from the
+same model config and encode the tasks once; a job whose worker dies is retried on another worker.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..registries import EXECUTORS
+from .base import Evaluator, Executor, Job, Rows, Scorer, encode_splits
+
+
+def build_executor(cfg: dict, run_cfg: dict, task_specs: dict, splits: Sequence[str], *, evaluators=None,
+                   loaded=None):
+    """The executor named by ``cfg['name']``. In-process executors reuse the driver's ``evaluators`` and
+    a ``loaded`` = (model, tokenizer, info); remote workers build their own from the configs."""
+    if cfg["name"] == "local":
+        return EXECUTORS.build(cfg, run_cfg, task_specs, splits, evaluators=evaluators, loaded=loaded)
+    return EXECUTORS.build(cfg, run_cfg, task_specs, splits)
+
+
+__all__ = ["EXECUTORS", "Evaluator", "Executor", "Job", "Rows", "Scorer", "build_executor", "encode_splits"]

@@ -1,0 +1,128 @@
+"""What every executor shares: jobs, the encoded samples of a split (``Evaluator``), the per-worker
+``Scorer``, and the ``Executor`` interface.
+
+An executor is built as ``Executor(cfg, task_specs, splits, **options)`` (``cfg``: the run's whole
+config as a dict; in-process executors also take ``evaluators=`` and ``loaded=``), exposes ``info``
+(the model's ``ModelInfo``), and implements ``run(jobs, desc)`` and ``close()``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator, Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from ..errors import LpesError
+from ..position import Scheme, apply_layer_scaling
+from ..registries import SCORERS
+from ..results import ScoreRow
+from ..tasks import Task
+
+Job = tuple[str, "Sequence[float] | None", "dict | None"]
+Rows = dict[str, list[ScoreRow]]
+
+
+class Evaluator:
+    def __init__(self, tokenizer, tasks: Mapping[str, Task], *, split: str, trained_context: int,
+                 batch_size: int = 4, scoring: str = "teacher_forced", share_prefix: bool = True,
+                 allow_beyond_trained: bool = False, progress: bool = True):
+        if batch_size < 1:
+            raise LpesError(f"batch_size must be >= 1, got {batch_size}")
+        self.tokenizer, self.tasks = tokenizer, dict(tasks)
+        self.scorer = SCORERS.get(scoring)
+        self.batch_size = batch_size
+        self.share_prefix = share_prefix
+        self.progress = progress
+        self.encoded = {name: task.encode(split, tokenizer) for name, task in self.tasks.items()}
+        longest = max(len(e.ids) for items in self.encoded.values() for e in items)
+        if longest > trained_context and not allow_beyond_trained:
+            raise LpesError(f"longest {split}-split prompt has {longest} tokens, beyond the model's trained context "
+                            f"of {trained_context}; shorten the task or set allow_beyond_trained=true")
+
+    @property
+    def samples(self) -> int:
+        return sum(len(items) for items in self.encoded.values())
+
+    def rows(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
+             desc: str = "eval") -> dict[str, list[ScoreRow]]:
+        """Per-sample scores of ``model`` by task; ``factors=None`` evaluates it unpatched."""
+        handle = apply_layer_scaling(model, factors, scheme) if factors is not None else None
+        try:
+            with tqdm(total=self.samples, desc=desc, disable=not self.progress, leave=False) as bar:
+                return {name: self.scorer(
+                            model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
+                            tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
+                            share_prefix=self.share_prefix, match=self.tasks[name].matches, progress=bar.update)
+                        for name, items in self.encoded.items()}
+        finally:
+            if handle is not None:
+                handle.remove()
+
+
+def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None) -> dict:
+    """One Evaluator per split: the tasks' samples tokenised and checked against the model's window
+    (tokenizer and config only: no weights)."""
+    from ..models import load_tokenizer, peek
+
+    tokenizer = tokenizer or load_tokenizer(cfg.model)
+    context = peek(cfg.model).trained_context
+    return {split: Evaluator(tokenizer, tasks, split=split, trained_context=context, batch_size=cfg.batch_size,
+                             scoring=cfg.scoring, share_prefix=cfg.share_prefix,
+                             allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
+            for split in splits}
+
+
+class Scorer:
+    """What a worker holds: the model, the encoded samples of every split, the schemes it was sent."""
+
+    def __init__(self, cfg: dict, task_specs: dict, splits: Sequence[str], threads: int | None = None, *,
+                 evaluators: dict | None = None, loaded=None):
+        from omegaconf import OmegaConf
+
+        from ..models import load_model
+        from ..tasks import TASKS
+
+        if threads:
+            import torch
+
+            torch.set_num_threads(int(threads))
+        cfg = OmegaConf.create(cfg)
+        if evaluators is None:
+            evaluators = encode_splits(cfg, {k: TASKS.build(s) for k, s in task_specs.items()}, splits)
+        self.evaluators = evaluators
+        tokenizer = next(iter(evaluators.values())).tokenizer
+        self.model, _, self.info = loaded or load_model(cfg.model, tokenizer)
+        self._schemes: dict[str, object] = {}
+
+    def model_info(self):
+        return self.info
+
+    def scheme(self, cfg: dict | None):
+        from ..position import build_scheme
+
+        if cfg is None:
+            return None
+        key = repr(sorted(cfg.items()))
+        if key not in self._schemes:
+            self._schemes[key] = build_scheme(cfg)
+        return self._schemes[key]
+
+    def rows(self, split: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
+        """Per-sample rows of one job, and the seconds it took here."""
+        start = time.perf_counter()
+        rows = self.evaluators[split].rows(self.model, None if factors is None else list(factors),
+                                           self.scheme(scheme_cfg), desc=desc)
+        return rows, time.perf_counter() - start
+
+
+class Executor:
+    name = "executor"  # set by the registry
+    info = None  # ModelInfo of the model the jobs run on
+
+    def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
+        """(per-sample rows by task, seconds) of each job, in job order."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers; called once, also when the search fails."""

@@ -1,0 +1,89 @@
+"""Position schemes: pure functions (rope spec, layer factor, sequence length) -> (inv_freq, attention scaling).
+
+One module per scheme (``@SCHEMES.plugin``); this module holds what they share.
+
+Every scheme turns the model's own RoPE frequencies ``inv_freq`` (one per rotary dimension pair) into
+the frequencies one decoder layer uses. Dividing ``inv_freq`` by ``s`` is the same as showing the layer
+positions ``m / s``. Each scheme computes a per-dimension factor ``f_d``; the shared wavelength ramp
+``r_d`` in [0, 1] then decides how much of it each dimension takes::
+
+    inv_freq'_d = inv_freq_d / (1 + (f_d - 1) * r_d)
+
+``r_d = 1`` everywhere (the default) scales every dimension. With ``wavelength_low`` set, dimensions
+whose wavelength ``2*pi / inv_freq_d`` is at most ``wavelength_low`` tokens stay untouched (they encode
+local order; scaling them is what wrecks small models), dimensions at or above ``wavelength_high``
+take the full factor, and the ones between follow a linear ramp (YaRN's "by parts" idea, in tokens).
+Without ``wavelength_high`` the ramp is a step at ``wavelength_low``. A factor of exactly 1 returns the
+model's frequencies unchanged, so an all-ones schedule is bit-identical to the unpatched model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+import torch
+
+from ...errors import LpesError
+from ...registries import SCHEMES
+
+@dataclass(frozen=True, eq=False)
+class RopeSpec:
+    """What a scheme needs to know about one layer's RoPE (read off the model by ``patch.rope_layout``)."""
+
+    inv_freq: torch.Tensor  # the model's own frequencies, float32, shape (rotary_dim / 2,)
+    attention_scaling: float  # the model's own cos/sin multiplier (1.0 for plain RoPE)
+    max_position: int  # trained context length
+    rope_theta: float  # the base the frequencies come from (YaRN recomputes them from it, as transformers does)
+    key: str = "default"  # layer type: Gemma3 has 'sliding_attention' and 'full_attention'
+
+
+# (spec, layer factor, sequence length) -> (inv_freq, attention scaling). The result may depend on the
+# length only beyond ``spec.max_position`` (as dynamic NTK does): the patch reuses one result for every
+# length inside the trained window.
+Scheme = Callable[[RopeSpec, float, int], "tuple[torch.Tensor, float]"]
+
+
+def wavelength_ramp(inv_freq: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    """Share of the factor each dimension takes: 0 below ``low`` tokens of wavelength, 1 above ``high``."""
+    if low is None:
+        if high is not None:
+            raise LpesError("wavelength_high needs wavelength_low")
+        return torch.ones_like(inv_freq)
+    if low <= 0 or (high is not None and high < low):
+        raise LpesError(f"need 0 < wavelength_low <= wavelength_high, got {low}, {high}")
+    wavelength = 2 * math.pi / inv_freq
+    if high is None or high == low:
+        return (wavelength > low).to(inv_freq.dtype)
+    return ((wavelength - low) / (high - low)).clamp(0.0, 1.0)
+
+
+def scaled(spec: RopeSpec, per_dim: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    ramp = wavelength_ramp(spec.inv_freq, low, high)
+    return spec.inv_freq / (1 + (per_dim - 1) * ramp)
+
+
+def check_factor(factor: float, what: str = "scaling factor") -> None:
+    """The one rule for a factor, wherever it comes from (a scheme option, a schedule, a file)."""
+    if not math.isfinite(factor) or factor <= 0:
+        raise LpesError(f"{what} is {factor}; factors must be finite and > 0")
+
+
+def build_scheme(cfg) -> Scheme:
+    """A scheme with its options bound, from ``{name: ..., **options}``; options are checked now.
+
+    Registry entries are pure functions ``(spec, factor, seq_len, **options)``. A plugin may instead
+    register a class whose instances have ``install(model, factors) -> handle``: schemes that cannot be
+    expressed as one table per layer (head-wise Ms-PoE) bring their own patch that way.
+    """
+    if isinstance(SCHEMES.get(cfg["name"]), type):
+        scheme = SCHEMES.build(cfg)
+    else:
+        fn, options = SCHEMES.options(cfg, None, 1.0, 1)
+        scheme = partial(fn, **options)
+        # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
+        scheme(RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0), 1.5, 8)
+    scheme.config = dict(cfg)  # what a saved model records to rebuild it
+    return scheme

@@ -1,0 +1,13 @@
+"""Plain RoPE with a per-layer factor: layer l sees positions m / s_l."""
+
+from __future__ import annotations
+
+from ...registries import SCHEMES
+from . import RopeSpec
+from .pi import pi
+
+
+@SCHEMES.plugin
+def rope(spec: RopeSpec, factor: float, seq_len: int, *, wavelength_low=None, wavelength_high=None):
+    """Plain RoPE with the layer factor: layer sees positions m / factor."""
+    return pi(spec, factor, seq_len, global_factor=1.0, wavelength_low=wavelength_low, wavelength_high=wavelength_high)

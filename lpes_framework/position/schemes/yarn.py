@@ -1,0 +1,62 @@
+"""YaRN (as transformers computes it) with the layer factor inside its interpolation factor."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...errors import LpesError
+from ...registries import SCHEMES
+from . import RopeSpec, check_factor
+
+
+def yarn_mscale(scale: float) -> float:
+    """YaRN's cos/sin multiplier for a total interpolation factor (1 when nothing is interpolated)."""
+    return 0.1 * math.log(scale) + 1.0 if scale > 1 else 1.0
+
+
+def yarn_ramp(spec: RopeSpec, beta_fast: float, beta_slow: float, truncate: bool = True) -> torch.Tensor:
+    """Share of interpolation each rotary dimension takes under YaRN, ramped in dimension index as
+    transformers does: dimension i turns ``L_train / (2 pi inv_freq_i)`` times over the trained window;
+    those turning more than ``beta_fast`` times keep their frequency, fewer than ``beta_slow`` are
+    interpolated fully."""
+    dim = 2 * spec.inv_freq.numel()
+    log_base = math.log(spec.rope_theta)
+
+    def correction_dim(rotations: float) -> float:
+        return dim * math.log(spec.max_position / (rotations * 2 * math.pi)) / (2 * log_base)
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # transformers' guard against a zero-width ramp
+    return ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+
+
+@SCHEMES.plugin
+def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta_fast=32.0, beta_slow=1.0,
+         truncate=True, attention_factor=None):
+    """YaRN with the layer factor inside it: s = global_factor * layer factor is YaRN's ``factor``.
+
+    Frequencies are recomputed from ``rope_theta`` and blended exactly as transformers' ``yarn`` rope
+    type does (interpolated by s where the ramp is 1, untouched where it is 0), so a schedule with the
+    same factor on every layer equals ``rope_type: yarn`` with ``factor: s``. The ramp depends only on
+    the trained window and the betas, not on s; the attention factor follows s.
+    """
+    if not 0 < beta_slow < beta_fast:
+        raise LpesError(f"yarn needs 0 < beta_slow < beta_fast, got {beta_slow}, {beta_fast}")
+    check_factor(factor)
+    check_factor(global_factor)
+    total = global_factor * factor
+    if total == 1.0 and attention_factor is None:
+        return spec.inv_freq, spec.attention_scaling
+    dim = 2 * spec.inv_freq.numel()
+    pos_freqs = spec.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim)
+    extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (total * pos_freqs)
+    keep = 1 - yarn_ramp(spec, beta_fast, beta_slow, truncate)
+    inv_freq = interpolation * (1 - keep) + extrapolation * keep
+    scale = yarn_mscale(total) if attention_factor is None else float(attention_factor)
+    return inv_freq, spec.attention_scaling * scale

@@ -1,0 +1,141 @@
+"""Score gold answers without a decode loop, or with real greedy generation as the reference.
+
+Teacher forcing: one forward pass over prompt + answer gives, at every answer position, the
+log-probability of the gold token and whether it is the argmax. Greedy decoding reproduces the answer
+exactly iff the gold token is the argmax at every answer position, so exact match needs no generation.
+Prompts are left-padded into batches with real ``position_ids``, and only the logits of the answer
+span are computed (``logits_to_keep``), so scoring costs about one plain forward pass.
+
+The scorers are the modules ``teacher_forced`` and ``generate`` (``scoring: <name>`` in the config);
+this module holds what they share.
+
+Shared prefixes: samples that ask different questions of one context (a haystack, a document set)
+share a long token prefix. ``prefix_groups`` finds them; the prefix runs once with a KV cache, and the
+suffixes (question + answer, a few dozen tokens) run in batches against copies of that cache, their
+positions continuing from the prefix length. Causal attention makes this exact: every token sees the
+same keys and values as in the full forward. Samples sharing nothing are scored the plain way.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Sequence
+
+import torch
+
+from ..results import ScoreRow
+from ..tasks.base import Encoded
+
+# A group shares a prefix when it covers at least this share of its longest prompt: below that the
+# suffix forwards would redo most of the work the cache was meant to save.
+MIN_SHARED = 0.5
+
+
+
+def chunks(indices: Sequence[int], size: int):
+    for start in range(0, len(indices), size):
+        yield list(indices[start:start + size])
+
+
+def left_pad(seqs: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, width - len(s):] = torch.tensor(s)
+        mask[i, width - len(s):] = 1
+    position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), mask.to(device), position_ids.to(device)
+
+
+def device_of(model):
+    return next(model.parameters()).device
+
+
+def _common(a: Sequence[int], b: Sequence[int], limit: int) -> int:
+    n = 0
+    for x, y in zip(a[:limit], b[:limit]):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def prefix_groups(items: Sequence[Encoded], min_shared: float = MIN_SHARED) -> list[tuple[int, list[int]]]:
+    """(shared prefix length, member indices) for samples whose prompts share a long token prefix.
+
+    Prompts are sorted so that sharers sit next to each other; a group's prefix is the common prefix of
+    its members, cut one token before the earliest answer (the last prompt token must be in every
+    suffix: its logits score the first answer token). Samples that share too little form groups of one.
+    """
+    order = sorted(range(len(items)), key=lambda i: items[i].ids[: items[i].answer_start])
+    groups: list[tuple[int, list[int]]] = []
+    for i in order:
+        own = items[i].answer_start - 1
+        if groups:
+            length, members = groups[-1]
+            head = items[members[0]]
+            shared = _common(head.ids, items[i].ids, min(length, own))
+            longest = max(own, *(items[m].answer_start - 1 for m in members))
+            if shared >= min_shared * longest and shared > 0:
+                groups[-1] = (shared, members + [i])
+                continue
+        groups.append((own, [i]))
+    return groups
+
+
+def group_samples(items: Sequence[Encoded], share_prefix: bool, key) -> tuple[list[tuple[int, list[int]]], list[int]]:
+    """(groups sharing a prefix, the other samples sorted by ``key`` so that similar lengths batch
+    together with little padding)."""
+    groups = prefix_groups(items) if share_prefix else [(0, [i]) for i in range(len(items))]
+    alone = sorted((m[0] for _, m in groups if len(m) == 1), key=key)
+    return [g for g in groups if len(g[1]) > 1], alone
+
+
+def answer_rows(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: list[int]) -> list[ScoreRow]:
+    """Score rows of a batch: row r's answer is the ``span`` tokens of ``ids`` ending at column ``ends[r]``
+    (exclusive); ``logits`` hold the last ``logits.shape[1]`` columns."""
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    offset = ids.shape[1] - logits.shape[1]  # column of logits[:, 0]
+    rows = []
+    for row, (b, end) in enumerate(zip(batch, ends)):
+        span = len(b.ids) - b.answer_start
+        lp = logprobs[row, end - span - 1 - offset: end - 1 - offset]
+        gold = ids[row, end - span: end]
+        token_lp = lp.gather(-1, gold[:, None]).squeeze(-1)
+        hits = lp.argmax(-1) == gold
+        rows.append(ScoreRow(position=b.sample.position, logprob=float(token_lp.mean()), exact=bool(hits.all()),
+                             first=bool(hits[0]), first_logprob=float(token_lp[0]), tokens=span,
+                             token_logprobs=tuple(token_lp.tolist()), context=b.sample.context))
+    return rows
+
+
+def prefix_cache(model, ids: list[int]):
+    """KV cache of one prefix (its logits are not needed: one is computed)."""
+    device = device_of(model)
+    prefix = torch.tensor([ids], device=device)
+    out = model(input_ids=prefix, position_ids=torch.arange(len(ids), device=device)[None], use_cache=True,
+                logits_to_keep=1)
+    return out.cache
+
+
+def suffix_inputs(items: list[Encoded], length: int, pad_id: int, device):
+    """Suffixes right-padded after a shared prefix of ``length`` tokens: (ids, mask over prefix + suffix,
+    positions continuing from the prefix, real suffix lengths). Right padding keeps every suffix right
+    after the prefix in the cache, which sliding-window layers (Gemma3) count in cache slots."""
+    suffixes = [b.ids[length:] for b in items]
+    width = max(len(s) for s in suffixes)
+    ids = torch.full((len(items), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(items), length + width), dtype=torch.long)
+    mask[:, :length] = 1
+    for row, s in enumerate(suffixes):
+        ids[row, :len(s)] = torch.tensor(s)
+        mask[row, length:length + len(s)] = 1
+    pos = torch.arange(length, length + width)[None].expand(len(items), -1)
+    return ids.to(device), mask.to(device), pos.to(device), [len(s) for s in suffixes]
+
+
+def expanded(cache, n: int):
+    out = copy.deepcopy(cache)
+    out.batch_repeat_interleave(n)
+    return out

@@ -1,0 +1,46 @@
+"""Teacher-forced scoring: one forward over prompt + gold answer gives every answer token's log-probability
+and whether greedy decoding would write it (exact match without generating)."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from ..registries import SCORERS
+from ..results import ScoreRow
+from ..tasks.base import Encoded
+from . import answer_rows, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, suffix_inputs
+
+
+@SCORERS.plugin
+@torch.no_grad()
+def score_teacher_forced(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_id: int = 0,
+                         share_prefix: bool = True, progress: Callable[[int], None] | None = None,
+                         **_) -> list[ScoreRow]:
+    rows: list[ScoreRow | None] = [None] * len(items)
+    groups, alone = group_samples(items, share_prefix, key=lambda i: len(items[i].ids))
+    for idx in chunks(alone, batch_size):
+        batch = [items[i] for i in idx]
+        ids, mask, pos = left_pad([b.ids for b in batch], pad_id, device_of(model))
+        keep = max(len(b.ids) - b.answer_start for b in batch) + 1
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
+                       use_cache=False).logits
+        for i, row in zip(idx, answer_rows(logits, ids, batch, [ids.shape[1]] * len(batch))):
+            rows[i] = row
+        if progress:
+            progress(len(batch))
+    for length, members in groups:
+        cache = prefix_cache(model, items[members[0]].ids[:length])
+        for idx in chunks(members, batch_size):
+            batch = [items[i] for i in idx]
+            ids, mask, pos, ends = suffix_inputs(batch, length, pad_id, device_of(model))
+            # logits from the earliest column any row needs (its last prompt token) to the end
+            keep = ids.shape[1] - min(e - (len(b.ids) - b.answer_start) - 1 for b, e in zip(batch, ends))
+            logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
+                           cache=expanded(cache, len(idx)), use_cache=True).logits
+            for i, row in zip(idx, answer_rows(logits, ids, batch, ends)):
+                rows[i] = row
+            if progress:
+                progress(len(batch))
+    return rows  # type: ignore[return-value]

@@ -1,0 +1,71 @@
+"""The shape of the package: an in-tree plugin is one module plus one YAML, and config-only commands
+import no torch, transformers or pymoo."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY_SEARCH, read_jsonl
+from lpes_framework.errors import LpesError
+from lpes_framework.registry import Registry
+
+PACKAGE = Path(__file__).resolve().parent.parent / "lpes_framework"
+
+ZIGZAG = '''"""Zigzag: the first gene on even layers, the second on odd ones."""
+
+import numpy as np
+
+from ..registries import CURVES
+from .base import Curve
+
+
+@CURVES.plugin
+class Zigzag(Curve):
+    def gene_count(self, n_layers):
+        return 2
+
+    def shape(self, genes, t):
+        return np.where(np.arange(len(t)) % 2 == 0, genes[0], genes[1])
+'''
+
+
+def test_an_in_tree_curve_is_one_module_and_one_yaml(tmp_path):
+    copy = tmp_path / "lpes_framework"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "curves" / "zigzag.py").write_text(ZIGZAG)
+    (copy / "conf" / "curve" / "zigzag.yaml").write_text("name: zigzag\nlow: 1.0\nhigh: 1.5\n")
+    out = tmp_path / "run"
+    env = os.environ | {"PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "lpes_framework", *TINY_SEARCH, "curve=zigzag",
+                           f"hydra.run.dir={out}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    candidates = [r for r in read_jsonl(out / "evaluations.jsonl") if r["kind"] == "candidate"]
+    zigzags = [r["factors"] for r in candidates if r["factors"][0] != r["factors"][1]]
+    assert zigzags and all(f[0] == f[2] and f[1] == f[3] for f in zigzags)
+    listing = subprocess.run([sys.executable, "-m", "lpes_framework", "--plugins"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, check=True).stdout
+    assert re.search(r"curve .*: .*zigzag", listing)
+
+
+def test_config_commands_import_no_torch_transformers_or_pymoo():
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "lpes_framework", "--cfg", "job"],
+                          capture_output=True, text=True, check=True)
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    heavy = {m for m in imported if m.split(".")[0] in ("torch", "transformers", "pymoo")}
+    assert not heavy, sorted(heavy)[:5]
+    assert "optimizer:" in proc.stdout
+
+
+def test_a_plugin_class_must_derive_from_its_kind_base():
+    registry = Registry("curve", "lpes_test.none", base="lpes_framework.curves.base:Curve")
+    with pytest.raises(LpesError, match="must be a subclass of lpes_framework.curves.base.Curve"):
+        registry.register("not_a_curve")(type("NotACurve", (), {}))
+    from lpes_framework.curves.base import Curve
+
+    cls = registry.register("named_once")(type("Named", (Curve,), {}))
+    assert cls.name == "named_once"  # the name is the registry's, never written twice
