@@ -29,6 +29,10 @@ def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "")
         axes[0][col].set(title=f"{task}: exact match", ylabel="accuracy", ylim=(-0.05, 1.05))
         axes[1][col].set(title=f"{task}: gold answer log-prob", xlabel="gold position", ylabel="mean log-prob / token")
         axes[0][col].legend(fontsize=8)
+    return _finish(fig, path, title)
+
+
+def _finish(fig, path: Path, title: str = "") -> Path:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -39,10 +43,7 @@ def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "")
 
 def _save(fig, ax, path: Path) -> Path:
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _finish(fig, path)
 
 
 def plot_factors(curves: Mapping[str, Sequence[float]], path: Path, title: str = "factor per layer") -> Path:
@@ -97,9 +98,4 @@ def plot_attention(results: Mapping[str, Mapping[str, Mapping[str, Sequence[floa
             ax.plot(positions, [sum(per[p]) / len(per[p]) for p in positions], marker="o", label=name)
         ax.set(title=f"{task}: mean over layers", xlabel="gold position", ylabel="attention mass on the gold span")
         ax.legend(fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _finish(fig, path, title)

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from .cli import plain, prepare, task_specs
+from .artifacts import SearchSummary, write_artifacts
 from .comparison import compare, format_intervals, format_table
 from .curves import build_curve
 from .errors import LpesError
@@ -29,7 +30,6 @@ from .loggers import build_logger
 from .registries import EXECUTORS, LOGGERS
 from .models import peek
 from .optim import build_optimizer
-from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
 from .position import build_scheme
 from .results import by_position
 from .store import RunStore, cache_key
@@ -200,21 +200,16 @@ class Search:
                                 curve=self.curve.describe(), genome=genome, metrics=metrics,
                                 task=self.task_specs[self.cfg.task.name])
         write_json_atomic(self.out / "best_factors.json", record)
-        plot_factors({"found": factors, uniform_name: [uniform] * len(factors)}, self.out / "factors.png")
-        plot_progress([e["best_fitness"] for e in self.log], [e["mean_fitness"] for e in self.log],
-                      self.out / "progress.png")
-        middle = {task: per["middle"] for task, per in test.intervals["found - unpatched"].items()}
-        subtitle = "; ".join(f"{task} middle, found - unpatched: {i} points" for task, i in middle.items())
-        plot_by_position(methods, self.out / "by_position.png",
-                         title=f"{self.info.name}: held-out test split\n{subtitle}")
         front = self.optimizer.front()
         if front:
             write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
-            points = [(o.perplexity, o.retrieval) for _, o in self.optimizer.history.values()
-                      if math.isfinite(o.perplexity)]
-            plot_pareto(points, [(o.perplexity, o.retrieval) for _, o in front], self.out / "pareto.png")
         table = format_table(methods) + "\n" + format_intervals(test)
-        self._report(factors, best, val_fitness, chosen, test_outcomes, table)
+        write_artifacts(self.out, SearchSummary(
+            model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.describe(),
+                                            "optimizer": plain(self.cfg.optimizer)},
+            log=self.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=best,
+            val_fitness=val_fitness, chosen=chosen, test=test, test_outcomes=test_outcomes, table=table,
+            history=[o for _, o in self.optimizer.history.values()], front=[o for _, o in front]))
         print(table)
         print(f"best search fitness {best.fitness:.4f}; validation chose {chosen} ({val_fitness[chosen]:.4f}); "
               f"test fitness found {test_outcomes['found']['fitness']:.4f} vs uniform "
@@ -232,26 +227,6 @@ class Search:
         uniform = [(o.fitness, g[0]) for g, o in self.optimizer.history.values()
                    if len(set(g)) == 1 and g[0] != 1.0]
         return round(float(max(uniform)[1] if uniform else np.mean(factors)), 4)
-
-    def _report(self, factors, best: Outcome, val_fitness: dict, chosen: str, test_outcomes: dict, table: str) -> None:
-        lines = [f"# LPES search report: {self.info.name}", "",
-                 f"- scheme: `{self.scheme_cfg}`", f"- curve: `{self.curve.describe()}`",
-                 f"- optimizer: `{plain(self.cfg.optimizer)}`",
-                 f"- evaluations: {sum(e['evaluated'] for e in self.log)} candidates over {len(self.log)} generations",
-                 f"- best search fitness: {best.fitness:.4f} (0 = unpatched)", "",
-                 "## Found factors", "", "`" + ", ".join(f"{f:.3f}" for f in factors) + "`", "",
-                 "![factors](factors.png) ![progress](progress.png)", "",
-                 "## Validation: the search's top candidates re-scored on fresh samples", "",
-                 "| method | validation fitness |", "|---|---|"]
-        lines += [f"| {name}{' (chosen)' if name == chosen else ''} | {f:.4f} |" for name, f in val_fitness.items()]
-        lines += ["", "## Held-out test split (exact match % / mean gold log-prob; differences in points with "
-                 "95% paired bootstrap intervals over contexts)", "", "```", table, "```", "",
-                 "| method | test fitness |", "|---|---|"]
-        lines += [f"| {name} | {o['fitness']:.4f} |" for name, o in test_outcomes.items()]
-        lines += ["", "![by position](by_position.png)", ""]
-        if self.optimizer.front():
-            lines += ["## Pareto front", "", "![pareto](pareto.png)", ""]
-        (self.out / "report.md").write_text("\n".join(lines))
 
 
 def run_search(cfg: DictConfig, out_dir: Path) -> dict:

@@ -1,8 +1,14 @@
-"""Bad input matrix: each case is a one-line error before the model loads (or before the failing step)."""
+"""Bad input matrix: each case is a one-line error before the model loads (or before the failing step).
+
+The matrix runs in this process (a model load fails the case); one case goes through the command line
+to check what a user sees: exit code 2 and one ``error:`` line."""
+
+import re
 
 import pytest
 
 from conftest import TINY_TASK, run_cli
+from lpes_framework.config import compose_config
 from lpes_framework.curves import CURVES
 from lpes_framework.errors import LpesError
 from lpes_framework.registry import Registry
@@ -14,30 +20,45 @@ def last_error_line(proc) -> str:
     return proc.stderr.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("module,overrides,message,after_load", [
-    ("lpes_framework.evaluate", ["methods.genomes={g:[1.0,1.5]}"], "bezier curve takes 4 genes, got 2", False),
-    ("lpes_framework", ["curve.low=2.0", "curve.high=1.0"], "0 < low <= high", False),
-    ("lpes_framework", ["pos.wavelength_low=-5"], "wavelength_low", False),
-    ("lpes_framework", ["optimizer.parents=50"], "parents <= population", False),
-    ("lpes_framework", ["task.name=kv_retreival"], "did you mean 'kv_retrieval'", False),
-    ("lpes_framework", ["model.random.model_type=gpt2"], "has no rotary position embeddings", False),
-    ("lpes_framework", ["model.dtype=float8"], "model.dtype 'float8'", False),
-    ("lpes_framework.evaluate", ["methods.factors_files=[/nonexistent/best_factors.json]"], "factors file not found", False),
-    ("lpes_framework.evaluate", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context", False),
-    ("lpes_framework", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context", False),
-    ("lpes_framework", ["model.random=null", "model.name_or_path=/nonexistent"], "model.name_or_path='/nonexistent'", False),
-    ("lpes_framework", ["model.random=null", "model.name_or_path=nobody-xyz/not-cached-model"], "offline", False),
-    ("lpes_framework", ["curve.low=abc"], "option low='abc' must be float", False),
-    ("lpes_framework.evaluate", ["methods.uniform=[abc]"], "methods.uniform: 'abc' is not a number", False),
-    ("lpes_framework.evaluate", ["scoring=greedy"], "unknown scoring 'greedy'", False),
-    ("lpes_framework", ["executor=ray", "executor.workers=0"], "need workers >= 1", False),
+@pytest.mark.parametrize("command,overrides,message", [
+    ("evaluate", ["methods.genomes={g:[1.0,1.5]}"], "bezier curve takes 4 genes, got 2"),
+    ("search", ["curve.low=2.0", "curve.high=1.0"], "0 < low <= high"),
+    ("search", ["pos.wavelength_low=-5"], "wavelength_low"),
+    ("search", ["optimizer.parents=50"], "parents <= population"),
+    ("search", ["task.name=kv_retreival"], "did you mean 'kv_retrieval'"),
+    ("search", ["model.random.model_type=gpt2"], "has no rotary position embeddings"),
+    ("search", ["model.dtype=float8"], "model.dtype 'float8'"),
+    ("evaluate", ["methods.factors_files=[/nonexistent/best_factors.json]"], "factors file not found"),
+    ("evaluate", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context"),
+    ("search", ["task.pairs=400", "task.gold_positions=[0,399]"], "beyond the model's trained context"),
+    ("search", ["model.random=null", "model.name_or_path=/nonexistent"], "model.name_or_path='/nonexistent'"),
+    ("search", ["curve.low=abc"], "option low='abc' must be float"),
+    ("evaluate", ["methods.uniform=[abc]"], "methods.uniform: 'abc' is not a number"),
+    ("evaluate", ["scoring=greedy"], "unknown scoring 'greedy'"),
+    ("search", ["executor=ray", "executor.workers=0"], "need workers >= 1"),
+    ("search", ["logger.name=tensorboard"], "unknown logger 'tensorboard'"),
+    ("search", ["validation.top_k=0"], "validation.top_k must be >= 1"),
 ])
-def test_one_line_errors(module, overrides, message, after_load):
-    proc = run_cli(module, *TINY_TASK, *overrides, check=False, env={"HF_HUB_OFFLINE": "1"})
+def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
+    from lpes_framework import models
+    from lpes_framework.evaluate import run_evaluate
+    from lpes_framework.search import run_search
+
+    def no_weights(*_, **__):
+        raise AssertionError("the model loaded before the bad input was refused")
+
+    monkeypatch.setattr(models, "load_model", no_weights)
+    run = {"search": run_search, "evaluate": run_evaluate}[command]
+    with pytest.raises(LpesError, match=re.escape(message)):
+        run(compose_config("config" if command == "search" else "evaluate", [*TINY_TASK, *overrides]), tmp_path)
+
+
+def test_a_user_sees_one_error_line_and_exit_code_2():
+    proc = run_cli("lpes_framework", *TINY_TASK, "model.random=null", "model.name_or_path=nobody-xyz/not-cached-model",
+                   check=False, env={"HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 2, proc.stderr[-2000:]
     line = last_error_line(proc)
-    assert line.startswith("error: ") and message in line
-    assert (MODEL_LINE in proc.stdout) == after_load
+    assert line.startswith("error: ") and "offline" in line and MODEL_LINE not in proc.stdout
 
 
 def test_corrupted_factors_file_fails_before_the_model_loads(tmp_path):
