@@ -46,14 +46,14 @@ def gold_span(item: Encoded, tokenizer) -> tuple[int, int] | None:
 def attention_mass(model, items: Sequence[Encoded], tokenizer,
                    progress: Callable[[int], None] | None = None) -> list[tuple[str, np.ndarray]]:
     """(gold position, attention mass on the gold span per layer) for every sample whose prompt holds
-    its answer. ``model`` must run eager attention."""
+    its answer, in the order of ``items``. ``model`` must run eager attention."""
     import torch
 
     from .scoring import expanded, prefix_cache, prefix_groups
 
     device = next(model.parameters()).device
     spans = [gold_span(item, tokenizer) for item in items]
-    out = []
+    out: list = [None] * len(items)
     with torch.no_grad():
         for length, members in prefix_groups(items):
             members = [i for i in members if spans[i] is not None]
@@ -69,10 +69,10 @@ def attention_mass(model, items: Sequence[Encoded], tokenizer,
                              logits_to_keep=1).attentions
                 # each layer: (1, heads, suffix, keys); the last row is the token that predicts the answer
                 mass = [float(a[0, :, -1, start:end].float().sum(-1).mean()) for a in attn]
-                out.append((str(item.sample.position), np.asarray(mass)))
+                out[i] = (str(item.sample.position), np.asarray(mass))
                 if progress:
                     progress(1)
-    return out
+    return [row for row in out if row is not None]
 
 
 def mass_by_position(rows: list[tuple[str, np.ndarray]]) -> dict[str, list[float]]:
