@@ -115,7 +115,7 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
     if threads is not None:
         cfg.threads = threads
     prepare(cfg)
-    build_scheme(record["scheme"])
+    scheme = build_scheme(record["scheme"])  # bad options are refused before the model loads
     tasks = build_tasks(cfg)
     cfg.model.attn_implementation = "eager"  # the only implementation that returns attention weights
     model, tokenizer, info = load_model(cfg.model)
@@ -124,7 +124,7 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
     encoded = {name: t.encode(split, tokenizer) for name, t in tasks.items() if t.metric == "accuracy"}
     results: dict[str, dict[str, dict[str, list[float]]]] = {}
     for method, factors_ in {"unpatched": None, "patched": record["factors"]}.items():
-        handle = None if factors_ is None else apply_layer_scaling(model, factors_, build_scheme(record["scheme"]))
+        handle = None if factors_ is None else apply_layer_scaling(model, factors_, scheme)
         try:
             for task, items in encoded.items():
                 results.setdefault(task, {})[method] = mass_by_position(attention_mass(model, items, tokenizer))
