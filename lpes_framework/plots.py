@@ -14,10 +14,15 @@ from .results import Scores  # noqa: E402
 
 
 def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "") -> Path:
-    """Accuracy (with 95% CI) and mean gold log-prob against gold position; one line per method."""
+    """Accuracy (with 95% CI) and mean gold log-prob against gold position; one line per method. A task
+    without gold positions (perplexity: one "all" entry) gets a bar per method instead."""
     tasks = list(next(iter(methods.values())))
     fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False)
     for col, task in enumerate(tasks):
+        if list(next(iter(methods.values()))[task]) == ["all"]:
+            _perplexity_bars(axes[0][col], {m: s[task]["all"].perplexity for m, s in methods.items()}, task)
+            axes[1][col].axis("off")
+            continue
         for method, scores in methods.items():
             per_pos = scores[task]
             xs = list(per_pos)
@@ -30,6 +35,15 @@ def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "")
         axes[1][col].set(title=f"{task}: gold answer log-prob", xlabel="gold position", ylabel="mean log-prob / token")
         axes[0][col].legend(fontsize=8)
     return _finish(fig, path, title)
+
+
+def _perplexity_bars(ax, values: Mapping[str, float], task: str) -> None:
+    names = list(values)
+    ax.bar(range(len(names)), [values[n] for n in names], color=[f"C{i}" for i in range(len(names))])
+    ax.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=8)
+    for i, n in enumerate(names):
+        ax.annotate(f"{values[n]:.3f}", (i, values[n]), ha="center", va="bottom", fontsize=8)
+    ax.set(title=f"{task}: perplexity (lower is better)", ylabel="perplexity")
 
 
 def _finish(fig, path: Path, title: str = "") -> Path:
