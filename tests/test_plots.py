@@ -19,7 +19,7 @@ def test_perplexity_is_a_bar_per_method_not_a_position_line(tmp_path, monkeypatc
                       "perplexity": {"all": stats(0.0, -2.0 - d)}}
                for name, d in (("unpatched", 0.0), ("found", 0.1))}
     plots.plot_by_position(methods, tmp_path / "p.png")
-    (acc, ppl), (logprob, hidden) = kept[0].axes[0:2], kept[0].axes[2:4]
+    ppl, logprob, hidden = kept[0].axes[1:4]  # row-major: accuracy, perplexity / log-prob, (empty)
     assert [list(line.get_xdata()) for line in logprob.get_lines()] == [[0.0, 10.0, 19.0]] * 2
     assert [round(bar.get_height(), 4) for bar in ppl.patches] == [round(math.exp(2.0), 4), round(math.exp(2.1), 4)]
     assert [t.get_text() for t in ppl.get_xticklabels()] == ["unpatched", "found"]
