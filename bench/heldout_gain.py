@@ -35,6 +35,7 @@ def main() -> None:
     from lpes_framework.errors import LpesError
     from lpes_framework.evaluate import file_method_names, run_evaluate
     from lpes_framework.export import load_factors
+    from lpes_framework.results import WHOLE_TEXT
     from lpes_framework.stats import middle_positions
 
     record = load_factors(args.preset)
@@ -64,7 +65,7 @@ def main() -> None:
     positions = list(scores["unpatched"][task])
     ends = [p for p in positions if p not in middle_positions(positions)]  # shallowest and deepest
     ends_delta = min(100 * (scores[name][task][p]["accuracy"] - scores["unpatched"][task][p]["accuracy"]) for p in ends)
-    ppl = {m: s["perplexity"]["all"]["perplexity"] for m, s in scores.items()}
+    ppl = {m: s["perplexity"][WHOLE_TEXT]["perplexity"] for m, s in scores.items()}
     print(f"middle_gain={middle['delta']:.2f} ci_low={middle['low']:.2f} ends_delta={ends_delta:.2f} "
           f"ppl_ratio={ppl[name] / ppl['unpatched']:.4f}")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .results import Scores, ScoreRow, by_position, scores_to_json
+from .results import WHOLE_TEXT, Scores, ScoreRow, by_position, scores_to_json
 from .stats import Interval, paired_bootstrap
 
 Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
@@ -25,7 +25,7 @@ class Comparison:
         """Paired bootstrap of exact match, ``a`` minus ``b``, for every retrieval task."""
         self.intervals[f"{a} - {b}"] = {
             task: paired_bootstrap(rows, self.rows[b][task], resamples=resamples, seed=seed)
-            for task, rows in self.rows[a].items() if rows and rows[0].position != "all"}
+            for task, rows in self.rows[a].items() if rows and rows[0].position != WHOLE_TEXT}
 
     def as_json(self) -> dict:
         return {"scores": {m: scores_to_json(s) for m, s in self.scores.items()},
@@ -52,7 +52,7 @@ def format_table(methods: Mapping[str, Scores]) -> str:
             cells = []
             for p in positions:
                 s = scores[task][p]
-                cells.append(f"ppl {s.perplexity:8.2f}" if p == "all" else f"{100 * s.accuracy:5.1f} / {s.logprob:7.3f}")
+                cells.append(f"ppl {s.perplexity:8.2f}" if p == WHOLE_TEXT else f"{100 * s.accuracy:5.1f} / {s.logprob:7.3f}")
             lines.append(name.ljust(width) + "".join(f"{c:>16}" for c in cells))
     return "\n".join(lines)
 

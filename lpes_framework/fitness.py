@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .jsonio import nulls_to_nan
-from .results import Scores
+from .results import WHOLE_TEXT, Scores, whole_text
 from .tasks import Task
 
 
@@ -57,8 +57,8 @@ def depths(positions) -> dict[str, float]:
 
 
 def task_score(scores, base, weights: FitnessWeights) -> float:
-    if list(base) == ["all"]:
-        return weights.logprob_weight * (scores["all"].logprob - base["all"].logprob)
+    if whole_text(base):
+        return weights.logprob_weight * (scores[WHOLE_TEXT].logprob - base[WHOLE_TEXT].logprob)
     total = norm = 0.0
     depth = depths(base)
     for p, u in depth.items():

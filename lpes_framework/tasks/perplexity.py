@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from ..registries import TASKS
+from ..results import WHOLE_TEXT
 from .base import Encoded, Sample, Task, file_stamp, split_records
 
 
@@ -51,5 +52,5 @@ class Perplexity(Task):
         if len(windows) < self.samples_per_position:
             raise LpesError(f"perplexity: text gives {len(windows)} {split} windows of {n} tokens, "
                             f"fewer than the {self.samples_per_position} asked for")
-        return [Encoded(ids=w, answer_start=1, sample=Sample(prompt="", answer="", position="all", context=j))
+        return [Encoded(ids=w, answer_start=1, sample=Sample(prompt="", answer="", position=WHOLE_TEXT, context=j))
                 for j, w in enumerate(windows[: self.samples_per_position])]
