@@ -30,7 +30,7 @@ from .loggers import build_logger
 from .registries import EXECUTORS, LOGGERS
 from .models import peek
 from .optim import build_optimizer
-from .position import build_scheme
+from .position import build_scheme, is_identity
 from .results import by_position
 from .store import RunStore, cache_key
 from .tasks import SPLITS, TASKS
@@ -53,7 +53,7 @@ class Search:
         prepare(cfg)
         self.cfg, self.out = cfg, Path(out_dir)
         self.scheme_cfg = plain(cfg.pos)
-        build_scheme(self.scheme_cfg)  # bad options are refused now
+        self.scheme = build_scheme(self.scheme_cfg)  # bad options are refused now
         specs = task_specs(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
         self.shape = peek(cfg.model)
@@ -99,22 +99,35 @@ class Search:
 
     def score(self, candidates: list[tuple]) -> list[dict]:
         """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
-        cache where done before; the rest go to the executor and are written in this order."""
+        cache where done before; the rest go to the executor and are written in this order. A schedule that
+        is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
+        scores instead of a second identical run."""
         keys = [cache_key(factors, self.context) for factors, _, _ in candidates]
         todo = {key: c for key, c in zip(keys, candidates) if key not in self.cache}  # distinct keys, in order
+        baseline = self.cache.get(cache_key(None, self.context))
+        same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0])}
+        for key, (factors, kind, genome) in same.items():
+            self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
+        todo = {key: c for key, c in todo.items() if key not in same}
         jobs = [("search", factors, None if factors is None else self.scheme_cfg) for factors, _, _ in todo.values()]
         results = self.executor.run(jobs, desc=candidates[0][1] if candidates else "")
         for (key, (factors, kind, genome)), (rows, seconds) in zip(todo.items(), results):
-            scores = {task: by_position(r) for task, r in rows.items()}
-            record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
-                      "genome": None if genome is None else [float(g) for g in genome],
-                      "factors": None if factors is None else [float(f) for f in factors],
-                      "scores": scores_to_json(scores), "seconds": round(seconds, 3)}
-            if kind == "candidate":
-                record["outcome"] = outcome(scores, self.baseline, self.tasks, self.weights).__dict__
-            self.store.append(record)
-            self.cache[key] = record
+            scores = scores_to_json({task: by_position(r) for task, r in rows.items()})
+            self._record(key, factors, kind, genome, scores, seconds)
         return [self.cache[key] for key in keys]
+
+    def _unpatched(self, factors) -> bool:
+        return self.evaluators["search"].within_trained and is_identity(self.scheme, factors)
+
+    def _record(self, key: str, factors, kind: str, genome, scores: dict, seconds: float, **extra) -> None:
+        record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
+                  "genome": None if genome is None else [float(g) for g in genome],
+                  "factors": None if factors is None else [float(f) for f in factors],
+                  "scores": scores, "seconds": round(seconds, 3), **extra}
+        if kind == "candidate":
+            record["outcome"] = outcome(scores_from_json(scores), self.baseline, self.tasks, self.weights).__dict__
+        self.store.append(record)
+        self.cache[key] = record
 
     def setup(self, loaded=None) -> None:
         """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is

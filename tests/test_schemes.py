@@ -8,7 +8,7 @@ from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from lpes_framework.errors import LpesError
-from lpes_framework.position import RopeSpec, build_scheme, ntk_alpha, wavelength_ramp
+from lpes_framework.position import RopeSpec, build_scheme, is_identity, ntk_alpha, wavelength_ramp
 
 HEAD_DIM, THETA, MAX_POS = 64, 10000.0, 512
 
@@ -29,6 +29,24 @@ def test_factor_one_returns_the_model_frequencies_unchanged(name):
     s = spec()
     inv, scaling = build_scheme({"name": name})(s, 1.0, 100)
     assert inv is s.inv_freq and scaling == 1.0
+
+
+@pytest.mark.parametrize("cfg, identity", [
+    ({"name": "rope", "wavelength_low": 256}, True), ({"name": "ntk"}, True), ({"name": "yarn"}, True),
+    ({"name": "pi", "global_factor": 2.0}, False), ({"name": "yarn", "global_factor": 2.0}, False),
+    ({"name": "yarn", "attention_factor": 1.2}, False)])
+def test_an_all_ones_schedule_is_the_identity_only_where_factor_one_changes_nothing(cfg, identity):
+    scheme = build_scheme(cfg)
+    assert is_identity(scheme, [1.0] * 4) is identity
+    assert not is_identity(scheme, [1.0, 1.0, 1.01, 1.0]) and not is_identity(scheme, None)
+
+
+def test_a_plugin_patch_is_not_assumed_to_be_the_identity_at_one():
+    class Headwise:  # like Ms-PoE: its own install, ratios that apply on top of the layer factor
+        def install(self, model, factors):
+            raise AssertionError("not called")
+
+    assert not is_identity(Headwise(), [1.0] * 4)
 
 
 @pytest.mark.parametrize("factor", [1.25, 2.0, 4.0])

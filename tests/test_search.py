@@ -39,6 +39,10 @@ def test_search_writes_every_output(ga_run):
     assert all({"genome", "factors", "scores", "outcome", "seconds"} <= r.keys() for r in candidates)
     assert len({r["key"] for r in rows}) == len(rows)  # no genome evaluated twice
     assert candidates[0]["factors"] == [1.0] * 4  # the identity seeds the population
+    # ... and takes the unpatched baseline's scores instead of a second identical run
+    assert candidates[0]["same_as"] == rows[0]["key"] and candidates[0]["seconds"] == 0
+    assert candidates[0]["scores"] == rows[0]["scores"] and candidates[0]["outcome"]["fitness"] == 0
+    assert all("same_as" not in r for r in candidates[1:])
     report = (out / "report.md").read_text()
     assert "Held-out test split" in report and "(chosen)" in report and "found - unpatched" in report
     validation = best["metrics"]["validation"]

@@ -39,6 +39,9 @@ class Evaluator:
         if longest > trained_context and not allow_beyond_trained:
             raise LpesError(f"longest {split}-split prompt has {longest} tokens, beyond the model's trained context "
                             f"of {trained_context}; shorten the task or set allow_beyond_trained=true")
+        # Dynamic schemes change the model at factor 1 past the window (see position.is_identity).
+        answer = max(task.max_new_tokens for task in self.tasks.values())
+        self.within_trained = longest + answer <= trained_context
 
     @property
     def samples(self) -> int:

@@ -2,10 +2,10 @@
 
 from .patch import LayerScaling, PatchHandle, apply_layer_scaling, rope_layout, rotary_tables, validate_factors
 from ..registries import SCHEMES
-from .schemes import RopeSpec, Scheme, build_scheme, wavelength_ramp
+from .schemes import RopeSpec, Scheme, build_scheme, is_identity, wavelength_ramp
 from .schemes.ntk import ntk_alpha
 
 __all__ = [
-    "SCHEMES", "LayerScaling", "PatchHandle", "RopeSpec", "Scheme", "apply_layer_scaling", "build_scheme", "ntk_alpha",
-    "rope_layout", "rotary_tables", "validate_factors", "wavelength_ramp",
+    "SCHEMES", "LayerScaling", "PatchHandle", "RopeSpec", "Scheme", "apply_layer_scaling", "build_scheme", "is_identity",
+    "ntk_alpha", "rope_layout", "rotary_tables", "validate_factors", "wavelength_ramp",
 ]

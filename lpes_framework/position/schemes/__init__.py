@@ -84,6 +84,18 @@ def build_scheme(cfg) -> Scheme:
         fn, options = SCHEMES.options(cfg, None, 1.0, 1)
         scheme = partial(fn, **options)
         # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
-        scheme(RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0), 1.5, 8)
+        toy = RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0)
+        scheme(toy, 1.5, 8)
+        # Options such as a global factor make factor 1 a real change; only the dry run can tell.
+        inv_freq, scaling = scheme(toy, 1.0, 8)
+        scheme.identity_at_one = torch.equal(inv_freq, toy.inv_freq) and scaling == toy.attention_scaling
     scheme.config = dict(cfg)  # what a saved model records to rebuild it
     return scheme
+
+
+def is_identity(scheme, factors) -> bool:
+    """Whether ``factors`` under ``scheme`` leave the model exactly as it is inside its trained window
+    (an all-ones schedule of a scheme whose factor 1 is the model's own RoPE). Plugin schemes with their
+    own patch say so with an ``identity_at_one`` attribute; without one they are assumed to change the
+    model at 1 (Ms-PoE's head ratios apply on top of the layer factor)."""
+    return factors is not None and getattr(scheme, "identity_at_one", False) and all(f == 1.0 for f in factors)
