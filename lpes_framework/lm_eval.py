@@ -11,14 +11,33 @@ task works as with ``lm_eval``. From Python, import this module before ``lm_eval
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Iterable
+from pathlib import Path
 
 # lm-eval imports its stock backends only into an empty registry: load them before adding ours
 import lm_eval.models  # noqa: F401
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
+from .errors import LpesError
 from .export import apply_factors_file
+
+# lm-eval reads a doc field with Jinja; the data file path is quoted as JSON, which YAML accepts
+_CHOICE_TASK = """task: {name}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: "{{{{answer}}}}"
+metric_list:
+  - metric: acc
+"""
 
 
 @register_model("lpes")
@@ -30,6 +49,27 @@ class LpesLM(HFLM):
     def __init__(self, pretrained, factors: str | None = None, **kwargs):
         super().__init__(pretrained=pretrained, **kwargs)
         self.lpes_patch = apply_factors_file(self.model, factors) if factors else None
+
+
+def write_choice_task(folder, name: str, rows: Iterable[dict]) -> Path:
+    """An offline lm-eval multiple-choice task from your own rows ``{"question", "choices", "answer"}``
+    (``answer``: index of the right choice): writes ``data.jsonl`` and ``task.yaml`` into ``folder`` and
+    returns it. Pass the folder as ``--include_path`` and ``name`` as ``--tasks``; lm-eval scores every
+    choice by its log-likelihood after the question (so choices usually start with a space)."""
+    rows = list(rows)
+    for i, row in enumerate(rows):
+        choices = row.get("choices")
+        if not isinstance(row.get("question"), str) or not choices or row.get("answer") not in range(len(choices)):
+            raise LpesError(f"choice task row {i} needs a question, a non-empty choices list and an answer index "
+                            f"into it, got {row}")
+    if not rows:
+        raise LpesError("a choice task needs at least one row")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = folder / "data.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (folder / "task.yaml").write_text(_CHOICE_TASK.format(name=name, data=json.dumps(str(data.resolve()))))
+    return folder
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,5 @@
 """The ``lpes`` model type inside lm-evaluation-harness, offline: a local JSONL task on the embedded model."""
 
-import json
 import subprocess
 import sys
 
@@ -11,30 +10,26 @@ from lpes_framework.export import factors_record, write_json_atomic
 pytestmark = pytest.mark.slow
 lm_eval = pytest.importorskip("lm_eval")
 
-TASK_YAML = """task: lpes_local_choice
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{{{question}}}}"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: "{{{{answer}}}}"
-metric_list:
-  - metric: acc
-"""
 
 
 @pytest.fixture(scope="module")
 def local_task(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("lm_eval_task")
+    from lpes_framework.lm_eval import write_choice_task
+
     rows = [{"question": f"The value for key {k} is {v}. The value for key {k} is", "answer": 0,
              "choices": [f" {v}", f" {v + 17}", f" {v * 3 + 1}"]} for k, v in [(3, 41), (8, 77), (5, 12), (9, 60)]]
-    data = folder / "data.jsonl"
-    data.write_text("\n".join(json.dumps(r) for r in rows))
-    (folder / "task.yaml").write_text(TASK_YAML.format(data=data))
-    return folder
+    return write_choice_task(tmp_path_factory.mktemp("lm_eval_task"), "lpes_local_choice", rows)
+
+
+@pytest.mark.parametrize("rows", [[], [{"question": "q", "choices": [" a"], "answer": 1}],
+                                  [{"question": "q", "choices": [], "answer": 0}], [{"choices": [" a"], "answer": 0}]])
+def test_a_malformed_choice_task_is_refused_before_anything_is_written(rows, tmp_path):
+    from lpes_framework.errors import LpesError
+    from lpes_framework.lm_eval import write_choice_task
+
+    with pytest.raises(LpesError, match="choice task"):
+        write_choice_task(tmp_path / "task", "t", rows)
+    assert not (tmp_path / "task").exists()
 
 
 @pytest.fixture(scope="module")
