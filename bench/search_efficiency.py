@@ -6,8 +6,10 @@ Last line: bezier_eval_ratio=<evals bezier / evals free> bezier_vs_random=<best 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import tempfile
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +26,17 @@ def evals_to_reach(best_so_far: list[float], target: float) -> float:
     return next((i + 1 for i, f in enumerate(best_so_far) if f >= target - 1e-12), math.inf)
 
 
+@contextlib.contextmanager
+def run_folder(out: str | None, name: str):
+    """(folder, resume): ``out/name`` kept and resumed where ``--out`` is given, else a temporary folder."""
+    if out is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield tmp, False
+        return
+    folder = Path(out) / name.lower()
+    yield folder, (folder / "evaluations.jsonl").is_file()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default="smollm2", help="model config group")
@@ -31,6 +44,8 @@ def main() -> None:
     parser.add_argument("--overrides", nargs="*", default=[
         "task.gold_positions=[0,10,19]", "task.samples_per_position=3", "pos.wavelength_low=256",
         "curve.low=0.5", "curve.high=1.5"])
+    parser.add_argument("--out", help="keep each method's search in OUT/<method> and resume it from there when "
+                        "run again (a long run over several sessions); default: temporary folders")
     args = parser.parse_args()
     from lpes_framework.config import compose_config
     from lpes_framework.search import Search
@@ -47,8 +62,9 @@ def main() -> None:
     }
     curves = {}
     for name, overrides in runs.items():
-        cfg = compose_config("config", [f"model={args.model}", "progress=false", *args.overrides, *overrides])
-        with tempfile.TemporaryDirectory() as out:
+        with run_folder(args.out, name) as (out, resume):
+            cfg = compose_config("config", [f"model={args.model}", "progress=false", f"resume={resume}",
+                                            *args.overrides, *overrides])
             search = Search(cfg, out)
             search.setup((model, tok, info))
             search.loop()
