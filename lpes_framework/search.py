@@ -105,7 +105,7 @@ class Search:
         keys = [cache_key(factors, self.context) for factors, _, _ in candidates]
         todo = {key: c for key, c in zip(keys, candidates) if key not in self.cache}  # distinct keys, in order
         baseline = self.cache.get(cache_key(None, self.context))
-        same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0])}
+        same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0], "search")}
         for key, (factors, kind, genome) in same.items():
             self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
         todo = {key: c for key, c in todo.items() if key not in same}
@@ -116,8 +116,8 @@ class Search:
             self._record(key, factors, kind, genome, scores, seconds)
         return [self.cache[key] for key in keys]
 
-    def _unpatched(self, factors) -> bool:
-        return self.evaluators["search"].within_trained and is_identity(self.scheme, factors)
+    def _unpatched(self, factors, split: str) -> bool:
+        return self.evaluators[split].within_trained and is_identity(self.scheme, factors)
 
     def _record(self, key: str, factors, kind: str, genome, scores: dict, seconds: float, **extra) -> None:
         record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
@@ -188,8 +188,11 @@ class Search:
         uniform_name = f"uniform {self.scheme_cfg['name']} {uniform:g}"  # as the evaluate command names it
         scheme = self.scheme_cfg
         candidates = {f"top {i + 1}": (self.curve.factors(g), scheme) for i, (g, _) in enumerate(top)}
-        validation = compare(self.executor, "validation",
-                             {"unpatched": (None, None), **candidates, uniform_name: ([uniform] * n_layers, scheme)})
+        methods = {"unpatched": (None, None), **candidates, uniform_name: ([uniform] * n_layers, scheme)}
+        # the identity among the top candidates (often the case when little beats it) is not re-run
+        same = {n for n, (f, _) in candidates.items() if self._unpatched(f, "validation")}
+        validation = compare(self.executor, "validation", {n: m for n, m in methods.items() if n not in same})
+        validation.rows = {n: validation.rows["unpatched" if n in same else n] for n in methods}
         val_scores = validation.scores
         val_fitness = {n: outcome(s, val_scores["unpatched"], self.tasks, self.weights).fitness
                        for n, s in val_scores.items()}

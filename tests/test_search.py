@@ -162,3 +162,28 @@ def test_wandb_logger_path_runs_disabled(tmp_path):
     run_cli("lpes_framework", *TINY_SEARCH, "optimizer.generations=1", "logger=wandb", "logger.mode=disabled",
             f"hydra.run.dir={tmp_path}")
     assert (tmp_path / "best_factors.json").is_file()
+
+
+def test_the_identity_among_the_top_candidates_takes_the_unpatched_validation_scores(tmp_path):
+    from lpes_framework.config import compose_config
+    from lpes_framework.search import Search
+
+    # every candidate goes to validation, the identity seed among them
+    search = Search(compose_config("config", [*TINY_SEARCH, "validation.top_k=13"]), tmp_path)
+    search.setup()
+    search.loop()
+    jobs = []
+    run = search.executor.run
+    search.executor.run = lambda batch, desc="": (jobs.append([(s, f) for s, f, _ in batch]), run(batch, desc))[1]
+    try:
+        summary = search.finish()
+    finally:
+        search.executor.close()
+    validation = [job for batch in jobs for job in batch if job[0] == "validation"]
+    assert len(validation) == 1 + 13 + 1 - 1  # unpatched, the top 13 but the identity, the best uniform
+    assert all(f is None or any(x != 1.0 for x in f) for _, f in validation)
+    best = json.loads((tmp_path / "best_factors.json").read_text())
+    chosen = best["metrics"]["validation"]
+    identity = [n for n, g in chosen["genomes"].items() if g == [1.0] * 4]
+    assert len(identity) == 1 and chosen["fitness"][identity[0]] == 0.0
+    assert summary["chosen"] in chosen["fitness"]
