@@ -187,3 +187,43 @@ def test_the_identity_among_the_top_candidates_takes_the_unpatched_validation_sc
     identity = [n for n, g in chosen["genomes"].items() if g == [1.0] * 4]
     assert len(identity) == 1 and chosen["fitness"][identity[0]] == 0.0
     assert summary["chosen"] in chosen["fitness"]
+
+
+def test_status_reads_a_finished_run(ga_run):
+    out, _ = ga_run
+    proc = run_cli("lpes_framework.status", str(out))
+    first, *rest = proc.stdout.splitlines()
+    assert "13 candidates scored, 3 of 3 generations finished (at most 13 candidates planned)" in first
+    assert "left" not in first
+    assert any(line.startswith("1. fitness") and "genome [" in line for line in rest)
+    assert rest[-1].startswith("finished: validation chose top ")
+
+
+def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
+    import shutil
+
+    out, _ = ga_run
+    shutil.copytree(out / ".hydra", tmp_path / ".hydra")
+    lines = (out / "evaluations.jsonl").read_text().splitlines(keepends=True)
+    written = "".join(lines[:7]) + lines[7][:40]  # baseline, 6 candidates, a line being written
+    (tmp_path / "evaluations.jsonl").write_text(written)
+    proc = run_cli("lpes_framework.status", str(tmp_path))
+    assert "6 candidates scored, 0 of 3 generations finished (at most 13 candidates planned)" in proc.stdout
+    assert "min of scoring left, then validation and test" in proc.stdout
+    assert (tmp_path / "evaluations.jsonl").read_text() == written
+
+
+def test_status_of_a_folder_without_a_search_is_one_line(tmp_path):
+    proc = run_cli("lpes_framework.status", str(tmp_path), check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
+    assert "holds no evaluations.jsonl" in proc.stderr
+
+
+@pytest.mark.parametrize("cfg, planned", [
+    ({"name": "ga", "population": 5, "parents": 3, "mutations": 2, "crossovers": 1, "generations": 4}, 5 + 3 * 3),
+    ({"name": "random", "population": 4, "generations": 3}, 12), ({"name": "nsga2", "population": 4, "generations": 2}, 8)])
+def test_each_optimizer_says_how_many_candidates_a_full_run_asks_for(cfg, planned):
+    from lpes_framework.curves import build_curve
+    from lpes_framework.optim import build_optimizer
+
+    assert build_optimizer(cfg, build_curve({"name": "bezier"}, 4), 0).planned() == planned

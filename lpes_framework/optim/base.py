@@ -38,6 +38,12 @@ class Optimizer:
     def done(self) -> bool:
         return self.generation >= self.generations
 
+    def planned(self) -> int | None:
+        """Candidates a full run asks for (at most: genomes seen before are skipped); None where an
+        optimizer without a fixed ``population`` per generation does not say."""
+        population = getattr(self, "population", None)
+        return None if population is None else population * self.generations
+
     def ask(self) -> list[np.ndarray]:
         raise NotImplementedError
 

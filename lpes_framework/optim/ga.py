@@ -34,6 +34,9 @@ class GeneticAlgorithm(Optimizer):
         self.mutation_sigma, self.mutation_rate = mutation_sigma, mutation_rate
         self.init_uniform = [float(u) for u in init_uniform]
 
+    def planned(self) -> int:
+        return self.population + (self.generations - 1) * (self.mutations + self.crossovers)
+
     def elite(self) -> list[np.ndarray]:
         ranked = sorted(self.history.values(), key=lambda item: item[1].fitness, reverse=True)
         return [np.asarray(g) for g, _ in ranked[: self.parents]]

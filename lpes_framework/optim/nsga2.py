@@ -41,6 +41,7 @@ class NSGA2Search(Optimizer):
         super().__init__(curve, generations=generations, seed=seed)
         if population < 4:
             raise LpesError(f"nsga2: population must be >= 4, got {population}")
+        self.population = population  # pymoo asks for a full population every generation
         low, high = curve.bounds()
         self.problem = Problem(n_var=curve.n_genes, n_obj=2, xl=low, xu=high)
         self.algorithm = NSGA2(pop_size=population, repair=CurveRepair(curve), eliminate_duplicates=True)

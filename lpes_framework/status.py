@@ -1,0 +1,100 @@
+"""How far a search has got, while it runs or after it: ``python -m lpes_framework.status <run dir>``.
+
+Reads what the search writes (``evaluations.jsonl`` and the run's ``.hydra/config.yaml``) and changes
+nothing, so it is safe on a search running in the background. Prints the candidates scored out of the
+run's plan, the median seconds per candidate and the scoring time left, the best candidates so far
+(search split, unpatched = 0) with their exact match by gold position next to the unpatched model's,
+and the best fitness per generation. No model is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from .errors import LpesError
+from .store import RunStore
+
+TOP = 5
+
+
+def read_evaluations(path: Path) -> list[dict]:
+    """Complete lines only: the search may be writing the last one right now."""
+    if not path.is_file():
+        raise LpesError(f"{path.parent} holds no evaluations.jsonl: not a search run directory, or not started")
+    text = path.read_text()
+    complete = text[: text.rfind("\n") + 1]
+    try:
+        return [json.loads(line) for line in complete.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise LpesError(f"{path}: line {exc.doc.count(chr(10)) + 1} is not JSON ({exc.msg})") from None
+
+
+def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
+    """(candidates a full run asks for, generations) from the run's own config."""
+    from omegaconf import OmegaConf
+
+    from .cli import plain
+    from .curves import build_curve
+    from .optim import build_optimizer
+
+    config = run_dir / ".hydra" / "config.yaml"
+    if not config.is_file():
+        raise LpesError(f"{run_dir} has no .hydra/config.yaml: not a search run directory")
+    cfg = OmegaConf.load(config)
+    optimizer = build_optimizer(plain(cfg.optimizer), build_curve(plain(cfg.curve), n_layers), int(cfg.seed))
+    return optimizer.planned(), optimizer.generations
+
+
+def _accuracy_line(scores: dict) -> str:
+    return "  ".join(f"{pos}:{100 * s['accuracy']:5.1f}" for task in scores.values() for pos, s in task.items()
+                     if "accuracy" in s and s["accuracy"] is not None)
+
+
+def status(run_dir: Path) -> str:
+    records = read_evaluations(run_dir / "evaluations.jsonl")
+    baseline = next((r for r in records if r["kind"] == "baseline"), None)
+    candidates = [r for r in records if r["kind"] == "candidate"]
+    if baseline is None or not candidates:
+        return f"{run_dir}: {'baseline scored' if baseline else 'nothing scored yet'}, no candidate yet"
+    planned, generations = planned_candidates(run_dir, len(candidates[0]["factors"]))
+    result = run_dir / "best_factors.json"
+    state = None if result.is_file() else RunStore(run_dir).load_checkpoint()  # the checkpoint may not be kept
+    finished = generations if result.is_file() else state["optimizer"]["generation"] if state else 0
+    timed = [r["seconds"] for r in candidates if "same_as" not in r]  # a reused score took no time
+    each = statistics.median(timed) if timed else baseline["seconds"]
+    lines = [f"{run_dir}: {len(candidates)} candidates scored, {finished} of {generations} generations finished"
+             + (f" (at most {planned} candidates planned)" if planned else "") + f", {each:.0f} s per candidate (median)"]
+    if finished < generations and planned:
+        left = max(planned - len(candidates), 0) * each / 60
+        lines[0] += f"; about {left:.0f} min of scoring left, then validation and test"
+    ranked = sorted(candidates, key=lambda r: r["outcome"]["fitness"], reverse=True)
+    lines += ["", "exact match % by gold position (search split)", f"{'unpatched':>24}  {_accuracy_line(baseline['scores'])}"]
+    for rank, r in enumerate(ranked[:TOP], 1):
+        genome = ", ".join(f"{g:.3f}" for g in r["genome"])
+        lines.append(f"{rank}. fitness {r['outcome']['fitness']:+.4f}  {_accuracy_line(r['scores'])}   genome [{genome}], "
+                     f"factors {min(r['factors']):.3f}-{max(r['factors']):.3f}, generation {r['generation']}")
+    by_generation: dict[int, list[float]] = {}
+    for r in candidates:
+        by_generation.setdefault(r["generation"], []).append(r["outcome"]["fitness"])
+    lines += ["", "best new candidate per generation (candidates): " + "  ".join(
+        f"{g}: {max(f):+.4f} ({len(f)})" for g, f in sorted(by_generation.items()))]
+    if result.is_file():
+        chosen = json.loads(result.read_text()).get("metrics", {}).get("validation", {}).get("chosen", "the best")
+        lines.append(f"finished: validation chose {chosen}; held-out result in {run_dir / 'report.md'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from .cli import one_line_errors
+
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.status", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="a search run directory (hydra.run.dir of the search)")
+    args = parser.parse_args(argv)
+    print(one_line_errors(status)(args.run))
+
+
+if __name__ == "__main__":
+    main()
