@@ -49,8 +49,10 @@ def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
 
 
 def _accuracy_line(scores: dict) -> str:
-    return "  ".join(f"{pos}:{100 * s['accuracy']:5.1f}" for task in scores.values() for pos, s in task.items()
-                     if "accuracy" in s and s["accuracy"] is not None)
+    """Exact match by gold position (``task/position`` where a search scores several retrieval tasks)."""
+    name = (lambda task, pos: f"{task}/{pos}") if len(scores) > 1 else (lambda task, pos: pos)
+    return "  ".join(f"{name(task, pos)}:{100 * s['accuracy']:5.1f}" for task, per in scores.items()
+                     for pos, s in per.items() if s.get("accuracy") is not None)
 
 
 def status(run_dir: Path) -> str:
@@ -71,7 +73,7 @@ def status(run_dir: Path) -> str:
         left = max(planned - len(candidates), 0) * each / 60
         lines[0] += f"; about {left:.0f} min of scoring left, then validation and test"
     ranked = sorted(candidates, key=lambda r: r["outcome"]["fitness"], reverse=True)
-    lines += ["", "exact match % by gold position (search split)", f"{'unpatched':>24}  {_accuracy_line(baseline['scores'])}"]
+    lines += ["", "exact match % by gold position (search split)", f"{'unpatched':>18}  {_accuracy_line(baseline['scores'])}"]
     for rank, r in enumerate(ranked[:TOP], 1):
         genome = ", ".join(f"{g:.3f}" for g in r["genome"])
         lines.append(f"{rank}. fitness {r['outcome']['fitness']:+.4f}  {_accuracy_line(r['scores'])}   genome [{genome}], "
