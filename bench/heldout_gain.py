@@ -1,7 +1,8 @@
 """Held-out gain of a shipped preset over the unpatched model, in the regime it was searched in (the
 preset's ``task`` block), on its model's test split: shared-prefix scoring, paired bootstrap intervals
 over haystacks, and perplexity on held-out text (Python's bundled documentation), all through the
-evaluate command's own code. Writes the evaluate outputs to ``--out`` when given. Last line:
+evaluate command's own code. Writes the evaluate outputs to ``--out`` when given; run again with the same
+``--out``, it reuses the methods already scored there (a long run spans sessions). Last line:
 middle_gain=<exact-match points, mean of the middle positions> ci_low=<lower 95% bound, points>
 ends_delta=<worst change at the first or last position, points> ppl_ratio=<patched / unpatched perplexity>.
 Targets: ci_low > 0, ends_delta >= -2, ppl_ratio <= 1.02."""
@@ -27,7 +28,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--uniform", type=float, nargs="*", help="uniform factors to show alongside (default: the "
                         "best uniform scaling the preset's search tested, if it records one)")
-    parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here")
+    parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here; "
+                        "methods already scored there are reused")
     args = parser.parse_args()
     from omegaconf import open_dict
 
@@ -46,7 +48,7 @@ def main() -> None:
         uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
     cfg = compose_config("evaluate", [f"model={args.model}", f"task={record['task']['name']}", f"split={args.split}",
                                       f"pos={record['scheme']['name']}",
-                                      f"threads={args.threads}", "progress=false",
+                                      f"threads={args.threads}", "progress=false", "resume=true",
                                       f"methods.uniform=[{','.join(map(str, uniform))}]",
                                       f"methods.factors_files=[{args.preset}]", "+task@extra_tasks.perplexity=perplexity"])
     with open_dict(cfg):

@@ -4,6 +4,10 @@
 
 Writes ``results.json`` and ``by_position.png`` into the Hydra run directory and prints a table
 (rows: methods; columns: gold positions; cells: exact match % and mean gold log-prob).
+
+Each method's per-sample rows go to ``rows.jsonl`` as soon as it is scored (fsynced), so a long
+comparison killed half way keeps its finished methods: run it again in the same ``hydra.run.dir``
+with ``resume=true`` and only the missing ones are scored.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from omegaconf import DictConfig
 from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, plain, prepare, task_specs
 from .curves import build_curve
 from .errors import LpesError
-from .comparison import compare, format_intervals, format_table
-from .results import scores_to_json
+from .comparison import Comparison, format_intervals, format_table
+from .results import rows_from_json, rows_to_json, scores_to_json
 from .executors import encode_splits
 from .executors.local import LocalExecutor
 from .export import is_preset, load_factors, write_json_atomic
 from .models import peek
 from .plots import plot_by_position
 from .position import build_scheme, validate_factors
+from .store import JsonLog, cache_key
 
 
 def file_method_names(paths) -> dict[str, str]:
@@ -71,17 +76,30 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     shape = peek(cfg.model)
     methods = plan_methods(cfg, scheme_cfg, shape.n_layers)
     evaluators = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = JsonLog(out_dir / "rows.jsonl")
+    if log.exists() and not cfg.resume:
+        raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
+    done = {key: rows_from_json(record["rows"]) for key, record in (log.load() if cfg.resume else {}).items()}
+    # everything that changes a method's rows: its factors and scheme, the model, the samples, the scorer
+    context = {"model": plain(cfg.model), "split": cfg.split, "scoring": cfg.scoring,
+               "share_prefix": cfg.share_prefix, "tasks": {k: t.describe() for k, t in tasks.items()}}
+    jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
+    keys = {name: cache_key(f, {**context, "scheme": s}) for name, (f, s) in jobs.items()}
+    todo = [name for name in jobs if keys[name] not in done]
     executor = LocalExecutor(plain(cfg), task_specs(cfg), [cfg.split], evaluators=evaluators)
     info = executor.info
-    print(info.line())
-    comparison = compare(executor, cfg.split, {name: (f, None if f is None else s) for name, (f, s) in methods.items()})
+    print(info.line() + (f"; {len(jobs) - len(todo)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""))
+    for name, (rows, _) in zip(todo, executor.run([(cfg.split, *jobs[name]) for name in todo], desc=cfg.split)):
+        log.append({"key": keys[name], "method": name, "rows": rows_to_json(rows)})
+        done[keys[name]] = rows
+    comparison = Comparison({name: done[keys[name]] for name in jobs})
     if "unpatched" in methods:
         for name in list(methods)[1:]:
             comparison.add_intervals(name, "unpatched", resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))
     results = comparison.scores
     table = "\n".join(filter(None, [format_table(results), format_intervals(comparison)]))
     print(table)
-    out_dir.mkdir(parents=True, exist_ok=True)
     payload = {"model": info.as_dict(), "split": cfg.split, "scoring": cfg.scoring,
                "tasks": {k: t.describe() for k, t in tasks.items()},
                "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}

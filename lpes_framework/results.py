@@ -91,5 +91,19 @@ def scores_to_json(scores: Scores) -> dict:
     return {task: {pos: stats.as_dict() for pos, stats in per_pos.items()} for task, per_pos in scores.items()}
 
 
+def rows_to_json(rows: Mapping[str, list[ScoreRow]]) -> dict:
+    return {task: [asdict(row) for row in per] for task, per in rows.items()}
+
+
+def rows_from_json(data: Mapping) -> dict[str, list[ScoreRow]]:
+    """Inverse of ``rows_to_json`` after a strict-JSON round trip (non-finite numbers come back as None)."""
+    def nan(value):
+        return math.nan if value is None else value
+
+    return {task: [ScoreRow(**{**row, "logprob": nan(row["logprob"]), "first_logprob": nan(row["first_logprob"]),
+                               "token_logprobs": tuple(nan(v) for v in row["token_logprobs"])}) for row in per]
+            for task, per in data.items()}
+
+
 def scores_from_json(data: Mapping) -> Scores:
     return {task: {pos: PositionStats(**stats) for pos, stats in per_pos.items()} for task, per_pos in data.items()}

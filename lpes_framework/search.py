@@ -86,7 +86,7 @@ class Search:
                 raise LpesError(f"{self.out} already holds a search; pass resume=true to continue it")
             self.cache: dict[str, dict] = {}
             return
-        self.cache = self.store.load_evaluations()
+        self.cache = self.store.evaluations.load()
         state = self.store.load_checkpoint()
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
@@ -126,7 +126,7 @@ class Search:
                   "scores": scores, "seconds": round(seconds, 3), **extra}
         if kind == "candidate":
             record["outcome"] = outcome(scores_from_json(scores), self.baseline, self.tasks, self.weights).__dict__
-        self.store.append(record)
+        self.store.evaluations.append(record)
         self.cache[key] = record
 
     def setup(self, loaded=None) -> None:

@@ -15,21 +15,9 @@ import statistics
 from pathlib import Path
 
 from .errors import LpesError
-from .store import RunStore
+from .store import JsonLog, RunStore
 
 TOP = 5
-
-
-def read_evaluations(path: Path) -> list[dict]:
-    """Complete lines only: the search may be writing the last one right now."""
-    if not path.is_file():
-        raise LpesError(f"{path.parent} holds no evaluations.jsonl: not a search run directory, or not started")
-    text = path.read_text()
-    complete = text[: text.rfind("\n") + 1]
-    try:
-        return [json.loads(line) for line in complete.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise LpesError(f"{path}: line {exc.doc.count(chr(10)) + 1} is not JSON ({exc.msg})") from None
 
 
 def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
@@ -56,7 +44,9 @@ def _accuracy_line(scores: dict) -> str:
 
 
 def status(run_dir: Path) -> str:
-    records = read_evaluations(run_dir / "evaluations.jsonl")
+    if not (run_dir / "evaluations.jsonl").is_file():
+        raise LpesError(f"{run_dir} holds no evaluations.jsonl: not a search run directory, or not started")
+    records = JsonLog(run_dir / "evaluations.jsonl").read()  # the search may be writing its last line now
     baseline = next((r for r in records if r["kind"] == "baseline"), None)
     candidates = [r for r in records if r["kind"] == "candidate"]
     if baseline is None or not candidates:

@@ -1,4 +1,5 @@
-"""A search's files that must survive a SIGKILL: the evaluation log and the generation checkpoint.
+"""Files that must survive a SIGKILL: a search's evaluation log and generation checkpoint, and the
+evaluate command's per-method rows.
 
 ``evaluations.jsonl`` gets one line per evaluated candidate, flushed and fsynced before the search
 moves on, so an evaluation is never lost; on resume it becomes the cache that answers every genome
@@ -28,38 +29,55 @@ def cache_key(factors, context: dict) -> str:
     return hashlib.sha1(payload.encode()).hexdigest()
 
 
+class JsonLog:
+    """Append-only JSON lines, each record fsynced before the caller moves on. A kill can cut only the
+    last line short; readers skip it and a resume drops it (that record is simply made again)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def exists(self) -> bool:
+        return self.path.exists() and self.path.stat().st_size > 0
+
+    def _complete(self) -> tuple[str, bool]:
+        text = self.path.read_text() if self.path.exists() else ""
+        complete, _, partial = text.rpartition("\n")
+        return complete, bool(partial)
+
+    def read(self) -> list[dict]:
+        """The complete records, without touching the file (safe while a writer is running)."""
+        records = []
+        for i, line in enumerate(self._complete()[0].splitlines()):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise LpesError(f"{self.path}: line {i + 1} is corrupted") from None
+        return records
+
+    def load(self) -> dict[str, dict]:
+        """The records by their ``key``, for a resume: a cut last line is removed from the file first."""
+        complete, partial = self._complete()
+        if partial:
+            with open(self.path, "r+") as fh:
+                fh.truncate(len((complete + "\n").encode()) if complete else 0)
+        return {record["key"]: record for record in self.read()}
+
+    def append(self, record: dict) -> None:
+        with open(self.path, "a") as fh:
+            fh.write(jsonio.dumps(record) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
 class RunStore:
     def __init__(self, out_dir: Path):
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.evaluations = self.dir / "evaluations.jsonl"
+        self.evaluations = JsonLog(self.dir / "evaluations.jsonl")
         self.checkpoint = self.dir / "checkpoint.pkl"
 
     def has_run(self) -> bool:
-        return self.checkpoint.exists() or (self.evaluations.exists() and self.evaluations.stat().st_size > 0)
-
-    def load_evaluations(self) -> dict[str, dict]:
-        if not self.evaluations.exists():
-            return {}
-        text = self.evaluations.read_text()
-        complete, _, partial = text.rpartition("\n")
-        if partial:  # a kill cut the last line short: drop it (that evaluation is simply redone)
-            with open(self.evaluations, "r+") as fh:
-                fh.truncate(len((complete + "\n").encode()) if complete else 0)
-        cache = {}
-        for i, line in enumerate(complete.splitlines()):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise LpesError(f"{self.evaluations}: line {i + 1} is corrupted") from None
-            cache[record["key"]] = record
-        return cache
-
-    def append(self, record: dict) -> None:
-        with open(self.evaluations, "a") as fh:
-            fh.write(jsonio.dumps(record) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        return self.checkpoint.exists() or self.evaluations.exists()
 
     def save_checkpoint(self, state: dict) -> None:
         write_atomic(self.checkpoint, pickle.dumps({"version": CHECKPOINT_VERSION, **state}))

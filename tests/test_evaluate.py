@@ -45,3 +45,24 @@ def test_factors_files_from_folders_with_the_same_name_get_distinct_rows(tmp_pat
             f"hydra.run.dir={out}")
     methods = json.loads((out / "results.json").read_text())["methods"]
     assert list(methods) == ["unpatched"] + [f"file {p}" for p in paths]
+
+
+def test_a_killed_comparison_resumes_with_its_finished_methods(tmp_path):
+    overrides = [*TINY_TASK, "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}",
+                 f"hydra.run.dir={tmp_path}"]
+    run_cli("lpes_framework.evaluate", *overrides, "methods.uniform=[1.25]")
+    first = json.loads((tmp_path / "results.json").read_text())
+    again = run_cli("lpes_framework.evaluate", *overrides, "methods.uniform=[1.25]", check=False)
+    assert again.returncode == 2 and "pass resume=true" in again.stderr
+    log = tmp_path / "rows.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    assert len(lines) == 2  # unpatched, uniform 1.25
+    log.write_text(lines[0] + lines[1][:50])  # killed while writing the second method
+    proc = run_cli("lpes_framework.evaluate", *overrides, "methods.uniform=[1.25,1.5]", "resume=true")
+    assert "1 of 3 methods reused" in proc.stdout
+    resumed = json.loads((tmp_path / "results.json").read_text())
+    for name in ("unpatched", "uniform rope 1.25"):  # the reused and the re-scored method: the same numbers
+        assert resumed["methods"][name]["scores"] == first["methods"][name]["scores"]
+    assert resumed["intervals"]["uniform rope 1.25 - unpatched"] == first["intervals"]["uniform rope 1.25 - unpatched"]
+    assert [json.loads(line)["method"] for line in log.read_text().splitlines()] == [
+        "unpatched", "uniform rope 1.25", "uniform rope 1.5"]
