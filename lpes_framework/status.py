@@ -59,8 +59,8 @@ def status(run_dir: Path) -> str:
     each = statistics.median(timed) if timed else baseline["seconds"]
     lines = [f"{run_dir}: {len(candidates)} candidates scored, {finished} of {generations} generations finished"
              + (f" (at most {planned} candidates planned)" if planned else "") + f", {each:.0f} s per candidate (median)"]
-    if finished < generations and planned:
-        left = max(planned - len(candidates), 0) * each / 60
+    if finished < generations and planned and len(candidates) < planned:
+        left = (planned - len(candidates)) * each / 60
         lines[0] += f"; about {left:.0f} min of scoring left, then validation and test"
     ranked = sorted(candidates, key=lambda r: r["outcome"]["fitness"], reverse=True)
     lines += ["", "exact match % by gold position (search split)", f"{'unpatched':>18}  {_accuracy_line(baseline['scores'])}"]
