@@ -44,15 +44,18 @@ class JsonLog:
         complete, _, partial = text.rpartition("\n")
         return complete, bool(partial)
 
-    def read(self) -> list[dict]:
-        """The complete records, without touching the file (safe while a writer is running)."""
+    def _parse(self, complete: str) -> list[dict]:
         records = []
-        for i, line in enumerate(self._complete()[0].splitlines()):
+        for i, line in enumerate(complete.splitlines()):
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:
                 raise LpesError(f"{self.path}: line {i + 1} is corrupted") from None
         return records
+
+    def read(self) -> list[dict]:
+        """The complete records, without touching the file (safe while a writer is running)."""
+        return self._parse(self._complete()[0])
 
     def load(self) -> dict[str, dict]:
         """The records by their ``key``, for a resume: a cut last line is removed from the file first."""
@@ -60,7 +63,7 @@ class JsonLog:
         if partial:
             with open(self.path, "r+") as fh:
                 fh.truncate(len((complete + "\n").encode()) if complete else 0)
-        return {record["key"]: record for record in self.read()}
+        return {record["key"]: record for record in self._parse(complete)}
 
     def append(self, record: dict) -> None:
         with open(self.path, "a") as fh:
