@@ -53,8 +53,11 @@ def status(run_dir: Path) -> str:
         return f"{run_dir}: {'baseline scored' if baseline else 'nothing scored yet'}, no candidate yet"
     planned, generations = planned_candidates(run_dir, len(candidates[0]["factors"]))
     result = run_dir / "best_factors.json"
-    state = None if result.is_file() else RunStore(run_dir).load_checkpoint()  # the checkpoint may not be kept
-    finished = generations if result.is_file() else state["optimizer"]["generation"] if state else 0
+    # A candidate of generation g means generations 0..g-1 are done; the checkpoint (not kept in copied run
+    # folders) also knows when the newest generation finished before the next one started.
+    state = None if result.is_file() else RunStore(run_dir).load_checkpoint()
+    seen = max(r["generation"] for r in candidates)
+    finished = generations if result.is_file() else max(seen, state["optimizer"]["generation"] if state else 0)
     timed = [r["seconds"] for r in candidates if "same_as" not in r]  # a reused score took no time
     each = statistics.median(timed) if timed else baseline["seconds"]
     lines = [f"{run_dir}: {len(candidates)} candidates scored, {finished} of {generations} generations finished"

@@ -208,7 +208,8 @@ def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
     written = "".join(lines[:7]) + lines[7][:40]  # baseline, 6 candidates, a line being written
     (tmp_path / "evaluations.jsonl").write_text(written)
     proc = run_cli("lpes_framework.status", str(tmp_path))
-    assert "6 candidates scored, 0 of 3 generations finished (at most 13 candidates planned)" in proc.stdout
+    # no checkpoint copied: the sixth candidate opens generation 1, so generation 0 is known to be done
+    assert "6 candidates scored, 1 of 3 generations finished (at most 13 candidates planned)" in proc.stdout
     assert "min of scoring left, then validation and test" in proc.stdout
     assert (tmp_path / "evaluations.jsonl").read_text() == written
 
