@@ -7,7 +7,9 @@ Writes ``results.json`` and ``by_position.png`` into the Hydra run directory and
 
 Each method's per-sample rows go to ``rows.jsonl`` as soon as it is scored (fsynced), so a long
 comparison killed half way keeps its finished methods: run it again in the same ``hydra.run.dir``
-with ``resume=true`` and only the missing ones are scored.
+with ``resume=true`` and only the missing ones are scored. Draw j of a task does not depend on how many
+are drawn, so a resume with more ``samples_per_position`` scores only the new draws of each finished
+method (60 haystacks per position grow to 100 at 40% of the cost), and one with fewer reuses a subset.
 """
 
 from __future__ import annotations
@@ -68,6 +70,30 @@ def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[f
     return methods
 
 
+def method_key(factors, scheme: dict | None, context: dict, counts: dict[str, int]) -> str:
+    """Identity of a method's rows: its factors and scheme, and everything that changes the samples or
+    their scores, with each task's sample count given apart (draw j is the same whatever the count)."""
+    tasks = {k: {**d, "samples_per_position": counts[k]} for k, d in context["tasks"].items()}
+    return cache_key(factors, {**context, "tasks": tasks, "scheme": scheme})
+
+
+def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at) -> dict[str, list]:
+    """The rows a method already has in ``rows.jsonl``, cut to the first ``counts[task]`` draws: from
+    the record made with these counts, else from the one (made with other counts) covering most of them.
+    A record counts when its key, recomputed for the draws its rows cover, is the key it was stored with."""
+    best, cover = {}, 0
+    for key, rows in prior:
+        held = {task: {r.context for r in per} for task, per in rows.items()}
+        n = {task: len(c) for task, c in held.items()}
+        if n.keys() != counts.keys() or any(c != set(range(n[t])) for t, c in held.items()):
+            continue  # not the first n draws of every task: another design
+        if key == key_at(counts):
+            return rows
+        if key == key_at(n) and sum(min(n[t], counts[t]) for t in counts) > cover:
+            best, cover = rows, sum(min(n[t], counts[t]) for t in counts)
+    return {task: [r for r in per if r.context < counts[task]] for task, per in best.items()}
+
+
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     prepare(cfg)
     scheme_cfg = plain(cfg.pos)
@@ -80,20 +106,35 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     log = JsonLog(out_dir / "rows.jsonl")
     if log.exists() and not cfg.resume:
         raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
-    done = {key: rows_from_json(record["rows"]) for key, record in (log.load() if cfg.resume else {}).items()}
-    # everything that changes a method's rows: its factors and scheme, the model, the samples, the scorer
+    prior = [(key, rows_from_json(record["rows"])) for key, record in (log.load() if cfg.resume else {}).items()]
+    jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
+    counts = {k: t.samples_per_position for k, t in tasks.items()}
     context = {"model": plain(cfg.model), "split": cfg.split, "scoring": cfg.scoring,
                "share_prefix": cfg.share_prefix, "tasks": {k: t.describe() for k, t in tasks.items()}}
-    jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
-    keys = {name: cache_key(f, {**context, "scheme": s}) for name, (f, s) in jobs.items()}
-    todo = [name for name in jobs if keys[name] not in done]
-    executor = LocalExecutor(plain(cfg), task_specs(cfg), [cfg.split], evaluators=evaluators)
+    done = {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, context, n))
+            for name, job in jobs.items()}
+    parts: dict[tuple, list[str]] = {}  # methods that miss the same draws: scored on one evaluator of those
+    for name, rows in done.items():
+        scored = tuple(sorted((task, frozenset(r.context for r in per)) for task, per in rows.items()))
+        parts.setdefault(scored, []).append(name)
+    todo = []
+    for i, (scored, names) in enumerate(parts.items()):
+        rest = evaluators[cfg.split].without(dict(scored))
+        if rest.samples:
+            label = f"{cfg.split}, {rest.samples} more samples ({i})" if scored else cfg.split
+            evaluators[label] = rest
+            todo += [(label, name) for name in names]
+    executor = LocalExecutor(plain(cfg), task_specs(cfg), list(evaluators), evaluators=evaluators)
     info = executor.info
-    print(info.line() + (f"; {len(jobs) - len(todo)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""))
-    for name, (rows, _) in zip(todo, executor.run([(cfg.split, *jobs[name]) for name in todo], desc=cfg.split)):
-        log.append({"key": keys[name], "method": name, "rows": rows_to_json(rows)})
-        done[keys[name]] = rows
-    comparison = Comparison({name: done[keys[name]] for name in jobs})
+    extended = sum(bool(done[name]) for _, name in todo)
+    note = f"; {len(jobs) - len(todo)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
+    print(info.line() + note + (f", {extended} extended: only their new samples scored" if extended else ""))
+    scoring = executor.run([(label, *jobs[name]) for label, name in todo], desc=cfg.split)
+    for (label, name), (rows, _) in zip(todo, scoring):
+        rows = {task: sorted(done[name].get(task, []) + rows.get(task, []), key=lambda r: r.context) for task in counts}
+        log.append({"key": method_key(*jobs[name], context, counts), "method": name, "rows": rows_to_json(rows)})
+        done[name] = rows
+    comparison = Comparison(done)
     if "unpatched" in methods:
         for name in list(methods)[1:]:
             comparison.add_intervals(name, "unpatched", resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))

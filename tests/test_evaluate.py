@@ -66,3 +66,26 @@ def test_a_killed_comparison_resumes_with_its_finished_methods(tmp_path):
     assert resumed["intervals"]["uniform rope 1.25 - unpatched"] == first["intervals"]["uniform rope 1.25 - unpatched"]
     assert [json.loads(line)["method"] for line in log.read_text().splitlines()] == [
         "unpatched", "uniform rope 1.25", "uniform rope 1.5"]
+
+
+def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
+    base = [*TINY_TASK, "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}",
+            "methods.uniform=[1.25]"]
+    grown, fresh = tmp_path / "grown", tmp_path / "fresh"
+    run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=2", f"hydra.run.dir={grown}")
+    proc = run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=3", "resume=true",
+                   f"hydra.run.dir={grown}")
+    assert "0 of 2 methods reused" in proc.stdout and "2 extended: only their new samples scored" in proc.stdout
+    run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=3", f"hydra.run.dir={fresh}")
+    records = [json.loads(line) for line in (grown / "rows.jsonl").read_text().splitlines()]
+    assert [r["method"] for r in records] == ["unpatched", "uniform rope 1.25"] * 2
+    assert {r["context"] for r in records[-1]["rows"]["kv_retrieval"]} == {0, 1, 2}
+    assert records[2]["rows"] == json.loads((fresh / "rows.jsonl").read_text().splitlines()[0])["rows"]
+    first, again = (json.loads((d / "results.json").read_text()) for d in (grown, fresh))
+    assert first["methods"] == again["methods"] and first["intervals"] == again["intervals"]
+    # fewer samples: a subset of the rows already there, nothing scored
+    proc = run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=1", "resume=true",
+                   f"hydra.run.dir={grown}")
+    assert "2 of 2 methods reused" in proc.stdout and len((grown / "rows.jsonl").read_text().splitlines()) == 4
+    counts = json.loads((grown / "results.json").read_text())["methods"]["unpatched"]["scores"]["kv_retrieval"]
+    assert {stats["count"] for stats in counts.values()} == {1}

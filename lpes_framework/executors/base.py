@@ -8,6 +8,7 @@ config as a dict; in-process executors also take ``evaluators=`` and ``loaded=``
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Iterator, Mapping, Sequence
 
@@ -46,6 +47,14 @@ class Evaluator:
     @property
     def samples(self) -> int:
         return sum(len(items) for items in self.encoded.values())
+
+    def without(self, scored: Mapping[str, set[int]]) -> "Evaluator":
+        """The same evaluator over the samples whose context (draw) is not in ``scored[task]``: what a
+        comparison resumed with more samples per position still has to score."""
+        rest = copy.copy(self)
+        rest.encoded = {name: kept for name, items in self.encoded.items()
+                        if (kept := [e for e in items if e.sample.context not in scored.get(name, ())])}
+        return rest
 
     def rows(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
              desc: str = "eval") -> dict[str, list[ScoreRow]]:
