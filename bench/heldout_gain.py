@@ -2,7 +2,8 @@
 preset's ``task`` block), on its model's test split: shared-prefix scoring, paired bootstrap intervals
 over haystacks, and perplexity on held-out text (Python's bundled documentation), all through the
 evaluate command's own code. Writes the evaluate outputs to ``--out`` when given; run again with the same
-``--out``, it reuses the methods already scored there (a long run spans sessions). Last line:
+``--out``, it reuses the methods already scored there (a long run spans sessions), and with a larger
+``--samples`` scores only the new haystacks (60 per position grow to 100 at 40% of the cost). Last line:
 middle_gain=<exact-match points, mean of the middle positions> ci_low=<lower 95% bound, points>
 ends_delta=<worst change at the first or last position, points> ppl_ratio=<patched / unpatched perplexity>.
 Targets: ci_low > 0, ends_delta >= -2, ppl_ratio <= 1.02."""
