@@ -22,6 +22,7 @@ class SearchSummary:
     uniform: float
     best: Outcome  # the chosen candidate's search-split outcome
     val_fitness: dict[str, float]
+    val_intervals: dict[str, list[float]]  # 95% paired bootstrap interval of each against unpatched
     chosen: str
     test: Comparison  # the held-out comparison, with its intervals
     test_outcomes: dict[str, dict]
@@ -50,8 +51,10 @@ def report(s: SearchSummary) -> str:
               "## Found factors", "", "`" + ", ".join(f"{f:.3f}" for f in s.factors) + "`", "",
               "![factors](factors.png) ![progress](progress.png)", "",
               "## Validation: the search's top candidates re-scored on fresh samples", "",
-              "| method | validation fitness |", "|---|---|"]
-    lines += [f"| {name}{' (chosen)' if name == s.chosen else ''} | {f:.4f} |" for name, f in s.val_fitness.items()]
+              "| method | validation fitness | 95% interval over contexts |", "|---|---|---|"]
+    lines += [f"| {name}{' (chosen)' if name == s.chosen else ''} | {f:.4f} | "
+              + ("" if name == "unpatched" else "[{:+.4f}, {:+.4f}]".format(*s.val_intervals[name])) + " |"
+              for name, f in s.val_fitness.items()]
     lines += ["", "## Held-out test split (exact match % / mean gold log-prob; differences in points with "
               "95% paired bootstrap intervals over contexts)", "", "```", s.table, "```", "",
               "| method | test fitness |", "|---|---|"]

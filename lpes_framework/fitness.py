@@ -20,8 +20,10 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
+import numpy as np
+
 from .jsonio import nulls_to_nan
-from .results import WHOLE_TEXT, Scores, whole_text
+from .results import WHOLE_TEXT, Scores, ScoreRow, by_position, whole_text
 from .tasks import Task
 
 
@@ -80,3 +82,29 @@ def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights
     if not all(math.isfinite(v) for v in values):
         return Outcome(fitness=weights.invalid_fitness, retrieval=weights.invalid_fitness, perplexity=math.inf)
     return Outcome(fitness=fitness, retrieval=retrieval, perplexity=perplexity)
+
+
+def fitness_interval(rows: Mapping[str, list[ScoreRow]], baseline: Mapping[str, list[ScoreRow]],
+                     tasks: Mapping[str, Task], weights: FitnessWeights, *, resamples: int = 1000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """Fitness of ``rows`` against ``baseline`` (the same samples), and its 95% paired bootstrap interval:
+    each resample draws every task's contexts with replacement and recomputes the fitness, so the width
+    is what the fitness of this many contexts can tell apart (a search's noise floor)."""
+    def fitness(picks: Mapping[str, np.ndarray]) -> float:
+        a, b = ({task: by_position([r for c in picks[task] for r in per[task][c]]) for task in per}
+                for per in (mine, theirs))
+        return outcome(a, b, tasks, weights).fitness
+
+    mine, theirs = ({task: _by_context(r) for task, r in data.items()} for data in (rows, baseline))
+    rng = np.random.default_rng(seed)
+    contexts = {task: np.array(sorted(per)) for task, per in theirs.items()}
+    draws = [fitness({task: rng.choice(c, size=len(c)) for task, c in contexts.items()}) for _ in range(resamples)]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return fitness(contexts), float(low), float(high)
+
+
+def _by_context(rows: list[ScoreRow]) -> dict[int, list[ScoreRow]]:
+    groups: dict[int, list[ScoreRow]] = {}
+    for row in rows:
+        groups.setdefault(row.context, []).append(row)
+    return groups

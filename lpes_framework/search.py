@@ -25,7 +25,7 @@ from .errors import LpesError
 from .results import scores_from_json, scores_to_json
 from .executors import build_executor, encode_splits
 from .export import factors_record, write_json_atomic
-from .fitness import FitnessWeights, Outcome, outcome
+from .fitness import FitnessWeights, Outcome, fitness_interval, outcome
 from .loggers import build_logger
 from .registries import EXECUTORS, LOGGERS
 from .models import peek
@@ -196,19 +196,23 @@ class Search:
         val_scores = validation.scores
         val_fitness = {n: outcome(s, val_scores["unpatched"], self.tasks, self.weights).fitness
                        for n, s in val_scores.items()}
+        resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
+        # how far apart two fitnesses on this many contexts must be to mean anything
+        val_intervals = {n: list(fitness_interval(validation.rows[n], validation.rows["unpatched"], self.tasks,
+                                                  self.weights, resamples=resamples, seed=seed)[1:])
+                         for n in methods if n != "unpatched"}
         chosen = max(candidates, key=lambda n: val_fitness[n])
         genome, best = top[int(chosen.split()[1]) - 1]
         factors = candidates[chosen][0]
         test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: ([uniform] * n_layers, scheme),
                                                "found": (factors, scheme)})
-        resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
         test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
         test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
         methods = test.scores
         test_outcomes = {name: outcome(s, methods["unpatched"], self.tasks, self.weights).__dict__
                          for name, s in methods.items()}
         metrics = {"search": best.__dict__,
-                   "validation": {"chosen": chosen, "fitness": val_fitness,
+                   "validation": {"chosen": chosen, "fitness": val_fitness, "intervals": val_intervals,
                                   "genomes": {n: [float(x) for x in g] for n, (g, _) in zip(candidates, top)}},
                    "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)} for n, s in methods.items()},
                    "intervals": test.as_json()["intervals"]}
@@ -224,10 +228,12 @@ class Search:
             model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.describe(),
                                             "optimizer": plain(self.cfg.optimizer)},
             log=self.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=best,
-            val_fitness=val_fitness, chosen=chosen, test=test, test_outcomes=test_outcomes, table=table,
+            val_fitness=val_fitness, val_intervals=val_intervals, chosen=chosen, test=test, test_outcomes=test_outcomes, table=table,
             history=[o for _, o in self.optimizer.history.values()], front=[o for _, o in front]))
         print(table)
-        print(f"best search fitness {best.fitness:.4f}; validation chose {chosen} ({val_fitness[chosen]:.4f}); "
+        low, high = val_intervals[chosen]
+        print(f"best search fitness {best.fitness:.4f}; validation chose {chosen} ({val_fitness[chosen]:+.4f}, "
+              f"95% interval [{low:+.4f}, {high:+.4f}]); "
               f"test fitness found {test_outcomes['found']['fitness']:.4f} vs uniform "
               f"{test_outcomes[uniform_name]['fitness']:.4f}; wrote {self.out}")
         return {"search": best.__dict__, "test": test_outcomes, "factors": factors.tolist(), "chosen": chosen}

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from lpes_framework.fitness import FitnessWeights, outcome, task_score
@@ -78,3 +79,31 @@ def test_non_finite_scores_get_the_invalid_fitness():
     new = {"kv": {"0": stats(1.0, math.nan), "9": stats(1.0)}}
     out = outcome(new, base, tasks, W)
     assert out.fitness == W.invalid_fitness and out.perplexity == math.inf
+
+
+def _rows(exact_by_context: list[list[bool]]) -> list:
+    from lpes_framework.results import ScoreRow
+
+    return [ScoreRow(position=p, logprob=-0.1 if hit else -1.0, exact=hit, first=hit, first_logprob=-0.1, tokens=4,
+                     context=c) for c, hits in enumerate(exact_by_context) for p, hit in zip((0, 5, 9), hits)]
+
+
+def test_fitness_interval_is_the_noise_of_that_many_contexts():
+    from lpes_framework.fitness import fitness_interval
+
+    rng = np.random.default_rng(1)
+    tasks = {"kv": _Task()}
+
+    def interval(contexts: int, middle: float):  # the same ends; the middle drawn apart, ``mine`` right at ``middle``
+        base = rng.random((contexts, 3)) < 0.6
+        mine = base.copy()
+        mine[:, 1] = rng.random(contexts) < middle
+        return fitness_interval({"kv": _rows(mine.tolist())}, {"kv": _rows(base.tolist())}, tasks, W, resamples=500)
+
+    same = _rows([[True, False, True]] * 5)
+    assert fitness_interval({"kv": same}, {"kv": same}, tasks, W, resamples=50) == (0.0, 0.0, 0.0)
+    few, many = interval(10, 0.6), interval(400, 0.6)
+    assert few[1] < 0 < few[2] and many[1] < 0 < many[2]  # no effect: both intervals span 0
+    assert many[2] - many[1] < (few[2] - few[1]) / 3  # 40x the contexts: much narrower
+    fitness, low, high = interval(400, 0.9)  # a real middle gain on many contexts is told apart
+    assert 0 < low <= fitness <= high

@@ -47,6 +47,9 @@ def test_search_writes_every_output(ga_run):
     assert "Held-out test split" in report and "(chosen)" in report and "found - unpatched" in report
     validation = best["metrics"]["validation"]
     assert validation["chosen"] in validation["fitness"] and len(validation["genomes"]) == 5
+    assert set(validation["intervals"]) == set(validation["fitness"]) - {"unpatched"}  # the noise floor
+    assert all(low <= high for low, high in validation["intervals"].values())
+    assert "95% interval over contexts" in report and "95% interval [" in proc.stdout
     middle = best["metrics"]["intervals"]["found - unpatched"]["kv_retrieval"]["middle"]
     assert middle["low"] <= middle["delta"] <= middle["high"]
     assert "found" in proc.stdout

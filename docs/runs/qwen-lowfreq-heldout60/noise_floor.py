@@ -1,0 +1,39 @@
+"""The search's noise floor, from the 60-haystack held-out rows in this folder: the fitness of each method
+against unpatched (the search's own formula) with its 95% paired bootstrap interval, on all 60 haystacks
+and on 10 (the search's and validation's sample size), and its spread over random 10-haystack subsets.
+
+    python docs/runs/qwen-lowfreq-heldout60/noise_floor.py
+"""
+
+import json
+import random
+import statistics
+from pathlib import Path
+
+from lpes_framework.fitness import FitnessWeights, fitness_interval
+from lpes_framework.results import rows_from_json
+from lpes_framework.tasks import TASKS
+
+here = Path(__file__).parent
+results = json.loads((here / "results.json").read_text())
+tasks = {"kv_retrieval": TASKS.build({"name": "kv_retrieval", **results["tasks"]["kv_retrieval"]})}
+rows = {}
+for line in (here / "rows.jsonl").read_text().splitlines():
+    record = json.loads(line)
+    rows[record["method"]] = {"kv_retrieval": rows_from_json(record["rows"])["kv_retrieval"]}
+
+
+def on(method: str, contexts) -> dict:
+    keep = set(contexts)
+    return {task: [r for r in per if r.context in keep] for task, per in rows[method].items()}
+
+
+weights, rng = FitnessWeights(), random.Random(0)
+for name in [m for m in rows if m != "unpatched"]:
+    whole = fitness_interval(rows[name], rows["unpatched"], tasks, weights)
+    ten = fitness_interval(on(name, range(10)), on("unpatched", range(10)), tasks, weights)
+    subsets = [fitness_interval(on(name, s), on("unpatched", s), tasks, weights, resamples=1)[0]  # observed only
+               for s in (rng.sample(range(60), 10) for _ in range(500))]
+    print(f"{name}: 60 haystacks {whole[0]:+.4f} [{whole[1]:+.4f}, {whole[2]:+.4f}]; first 10 {ten[0]:+.4f} "
+          f"[{ten[1]:+.4f}, {ten[2]:+.4f}]; 500 random 10-haystack subsets: sd {statistics.stdev(subsets):.4f}, "
+          f"range {min(subsets):+.4f} to {max(subsets):+.4f}")
