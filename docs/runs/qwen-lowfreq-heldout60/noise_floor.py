@@ -1,6 +1,7 @@
 """The search's noise floor, from the 60-haystack held-out rows in this folder: the fitness of each method
 against unpatched (the search's own formula) with its 95% paired bootstrap interval, on all 60 haystacks
-and on 10 (the search's and validation's sample size), and its spread over random 10-haystack subsets.
+and on 10 (the search's and validation's sample size), and its spread over random 10-haystack subsets;
+then the same spread under other fitness weights (which part of the formula carries the noise).
 
     python docs/runs/qwen-lowfreq-heldout60/noise_floor.py
 """
@@ -28,12 +29,22 @@ def on(method: str, contexts) -> dict:
     return {task: [r for r in per if r.context in keep] for task, per in rows[method].items()}
 
 
-weights, rng = FitnessWeights(), random.Random(0)
-for name in [m for m in rows if m != "unpatched"]:
-    whole = fitness_interval(rows[name], rows["unpatched"], tasks, weights)
-    ten = fitness_interval(on(name, range(10)), on("unpatched", range(10)), tasks, weights)
-    subsets = [fitness_interval(on(name, s), on("unpatched", s), tasks, weights, resamples=1)[0]  # observed only
-               for s in (rng.sample(range(60), 10) for _ in range(500))]
+def spread(name: str, weights: FitnessWeights) -> list[float]:
+    rng = random.Random(0)
+    return [fitness_interval(on(name, s), on("unpatched", s), tasks, weights, resamples=1)[0]  # observed only
+            for s in (rng.sample(range(60), 10) for _ in range(500))]
+
+
+methods = [m for m in rows if m != "unpatched"]
+for name in methods:
+    whole = fitness_interval(rows[name], rows["unpatched"], tasks, FitnessWeights())
+    ten = fitness_interval(on(name, range(10)), on("unpatched", range(10)), tasks, FitnessWeights())
+    subsets = spread(name, FitnessWeights())
     print(f"{name}: 60 haystacks {whole[0]:+.4f} [{whole[1]:+.4f}, {whole[2]:+.4f}]; first 10 {ten[0]:+.4f} "
           f"[{ten[1]:+.4f}, {ten[2]:+.4f}]; 500 random 10-haystack subsets: sd {statistics.stdev(subsets):.4f}, "
           f"range {min(subsets):+.4f} to {max(subsets):+.4f}")
+for end_penalty, logprob_weight in [(2.0, 0.1), (0.5, 0.1), (0.0, 0.1), (0.0, 1.0)]:
+    weights = FitnessWeights(end_penalty=end_penalty, logprob_weight=logprob_weight)
+    cells = [f"{name}: 60 haystacks {fitness_interval(rows[name], rows['unpatched'], tasks, weights, resamples=1)[0]:+.4f}, "
+             f"sd over 10 {statistics.stdev(spread(name, weights)):.4f}" for name in methods]
+    print(f"end_penalty={end_penalty} logprob_weight={logprob_weight}: " + " | ".join(cells))
