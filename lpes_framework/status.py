@@ -77,7 +77,12 @@ def status(run_dir: Path) -> str:
     lines += ["", "best new candidate per generation (candidates): " + "  ".join(
         f"{g}: {max(f):+.4f} ({len(f)})" for g, f in sorted(by_generation.items()))]
     if result.is_file():
-        chosen = json.loads(result.read_text()).get("metrics", {}).get("validation", {}).get("chosen", "the best")
+        validation = json.loads(result.read_text()).get("metrics", {}).get("validation", {})
+        chosen = validation.get("chosen", "the best")
+        if chosen in validation.get("intervals", {}):  # searches before the noise floor was recorded have none
+            low, high = validation["intervals"][chosen]
+            fitness = validation["fitness"][chosen]
+            chosen += f" (validation fitness {fitness:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}])"
         lines.append(f"finished: validation chose {chosen}; held-out result in {run_dir / 'report.md'}")
     return "\n".join(lines)
 

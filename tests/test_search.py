@@ -199,7 +199,7 @@ def test_status_reads_a_finished_run(ga_run):
     assert "13 candidates scored, 3 of 3 generations finished (at most 13 candidates planned)" in first
     assert "left" not in first
     assert any(line.startswith("1. fitness") and "genome [" in line for line in rest)
-    assert rest[-1].startswith("finished: validation chose top ")
+    assert rest[-1].startswith("finished: validation chose top ") and "95% interval [" in rest[-1]
 
 
 def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
