@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("experiment,key,value", [("quick", "task.samples_per_position", 4),
                                                   ("quick", "curve.low", 0.7),
                                                   ("paper", "task.pairs", 40),
-                                                  ("paper", "model.name_or_path", "meta-llama/Llama-2-7b-chat-hf")])
+                                                  ("paper", "model.name_or_path", "meta-llama/Llama-2-7b-chat-hf"),
+                                                  ("qwen", "task.samples_per_position", 500),
+                                                  ("qwen", "model.name", "qwen2.5-coder-0.5b-instruct")])
 def test_experiments_set_their_values_over_the_defaults(experiment, key, value):
     default = OmegaConf.select(compose_config("config", []), key)
     assert default != value  # else the check below proves nothing
