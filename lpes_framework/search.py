@@ -228,7 +228,8 @@ class Search:
             model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.describe(),
                                             "optimizer": plain(self.cfg.optimizer)},
             log=self.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=best,
-            val_fitness=val_fitness, val_intervals=val_intervals, chosen=chosen, test=test, test_outcomes=test_outcomes, table=table,
+            val_fitness=val_fitness, val_intervals=val_intervals, chosen=chosen, test=test,
+            test_outcomes=test_outcomes, table=table,
             history=[o for _, o in self.optimizer.history.values()], front=[o for _, o in front]))
         print(table)
         low, high = val_intervals[chosen]
