@@ -81,16 +81,17 @@ def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at)
     """The rows a method already has in ``rows.jsonl``, cut to the first ``counts[task]`` draws: from
     the record made with these counts, else from the one (made with other counts) covering most of them.
     A record counts when its key, recomputed for the draws its rows cover, is the key it was stored with."""
-    best, cover = {}, 0
+    best, cover, wanted = {}, 0, key_at(counts)
     for key, rows in prior:
         held = {task: {r.context for r in per} for task, per in rows.items()}
         n = {task: len(c) for task, c in held.items()}
         if n.keys() != counts.keys() or any(c != set(range(n[t])) for t, c in held.items()):
             continue  # not the first n draws of every task: another design
-        if key == key_at(counts):
+        if key == wanted:
             return rows
-        if key == key_at(n) and sum(min(n[t], counts[t]) for t in counts) > cover:
-            best, cover = rows, sum(min(n[t], counts[t]) for t in counts)
+        usable = sum(min(n[t], counts[t]) for t in counts)
+        if usable > cover and key == key_at(n):
+            best, cover = rows, usable
     return {task: [r for r in per if r.context < counts[task]] for task, per in best.items()}
 
 
