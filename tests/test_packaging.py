@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
                                                   ("quick", "curve.low", 0.7),
                                                   ("paper", "task.pairs", 40),
                                                   ("paper", "model.name_or_path", "meta-llama/Llama-2-7b-chat-hf"),
-                                                  ("qwen", "task.samples_per_position", 500),
+                                                  ("qwen", "task.samples_per_position", 100),
+                                                  ("qwen", "fitness.logprob_weight", 10.0),
                                                   ("qwen", "model.name", "qwen2.5-coder-0.5b-instruct")])
 def test_experiments_set_their_values_over_the_defaults(experiment, key, value):
     default = OmegaConf.select(compose_config("config", []), key)
