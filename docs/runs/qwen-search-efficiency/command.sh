@@ -1,0 +1,11 @@
+#!/bin/bash
+# Issue 10: Bezier GA vs free GA (one gene per layer) vs random search at an equal budget (32 evaluations
+# each, generations=5) in variant C's regime and fitness (docs/runs/qwen-bezier-ntk/command.sh): ~1K
+# tokens, 10 haystacks x 10 gold positions per candidate, NTK, factors in [0.5, 3], log-prob led weights.
+# ~2 min per candidate alone on the 2 cores: 96 candidates, about 3.2 h, so it spans sessions: run it in
+# the background from a git worktree with PYTHONPATH=<worktree>; the same command resumes each method's
+# search from docs/runs/qwen-search-efficiency/<method>/.
+python bench/search_efficiency.py --model qwen2.5-0.5b --generations 5 --out docs/runs/qwen-search-efficiency \
+    --overrides task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' task.samples_per_position=10 \
+    task.layout=queries batch_size=10 pos=ntk curve.low=0.5 curve.high=3.0 \
+    fitness.logprob_weight=10 fitness.end_penalty=0.5 threads=2 "$@" | tee docs/runs/qwen-search-efficiency/summary.txt
