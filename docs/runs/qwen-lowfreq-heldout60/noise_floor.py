@@ -7,6 +7,7 @@ spread: the weights that separate it best are the ones a search at 10 haystacks 
     python docs/runs/qwen-lowfreq-heldout60/noise_floor.py
 """
 
+import functools
 import json
 import random
 import statistics
@@ -30,6 +31,7 @@ def on(method: str, contexts) -> dict:
     return {task: [r for r in per if r.context in keep] for task, per in rows[method].items()}
 
 
+@functools.cache  # the default weights' spread is printed twice: computed once
 def spread(name: str, weights: FitnessWeights) -> list[float]:
     rng = random.Random(0)
     return [fitness_interval(on(name, s), on("unpatched", s), tasks, weights, resamples=1)[0]  # observed only
