@@ -5,6 +5,7 @@
 # ~2 min per candidate alone on the 2 cores: 96 candidates, about 3.2 h, so it spans sessions: run it in
 # the background from a git worktree with PYTHONPATH=<worktree>; the same command resumes each method's
 # search from docs/runs/qwen-search-efficiency/<method>/.
+set -o pipefail  # a failed comparison fails the script, not hidden behind tee
 python bench/search_efficiency.py --model qwen2.5-0.5b --generations 5 --out docs/runs/qwen-search-efficiency \
     --overrides task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' task.samples_per_position=10 \
     task.layout=queries batch_size=10 pos=ntk curve.low=0.5 curve.high=3.0 \
