@@ -1,10 +1,10 @@
-"""The search's noise floor, from the 60-haystack held-out rows in this folder: the fitness of each method
-against unpatched (the search's own formula) with its 95% paired bootstrap interval, on all 60 haystacks
+"""The search's noise floor, from the held-out rows in this folder: the fitness of each method
+against unpatched (the search's own formula) with its 95% paired bootstrap interval, on all haystacks
 and on 10 (the search's and validation's sample size), and its spread over random 10-haystack subsets;
 then, under other fitness weights, how far a real effect (uniform 0.8's middle loss) stands above that
 spread: the weights that separate it best are the ones a search at 10 haystacks can use.
 
-    python docs/runs/qwen-lowfreq-heldout60/noise_floor.py
+    python docs/runs/qwen-lowfreq-heldout/noise_floor.py
 """
 
 import functools
@@ -23,7 +23,8 @@ tasks = {"kv_retrieval": TASKS.build({"name": "kv_retrieval", **results["tasks"]
 rows = {}
 for line in (here / "rows.jsonl").read_text().splitlines():
     record = json.loads(line)
-    rows[record["method"]] = {"kv_retrieval": rows_from_json(record["rows"])["kv_retrieval"]}
+    rows[record["method"]] = {"kv_retrieval": rows_from_json(record["rows"])["kv_retrieval"]}  # last record: most haystacks
+haystacks = len({r.context for r in rows["unpatched"]["kv_retrieval"]})
 
 
 def on(method: str, contexts) -> dict:
@@ -35,7 +36,7 @@ def on(method: str, contexts) -> dict:
 def spread(name: str, weights: FitnessWeights) -> list[float]:
     rng = random.Random(0)
     return [fitness_interval(on(name, s), on("unpatched", s), tasks, weights, resamples=1)[0]  # observed only
-            for s in (rng.sample(range(60), 10) for _ in range(500))]
+            for s in (rng.sample(range(haystacks), 10) for _ in range(500))]
 
 
 methods = [m for m in rows if m != "unpatched"]
@@ -43,12 +44,12 @@ for name in methods:
     whole = fitness_interval(rows[name], rows["unpatched"], tasks, FitnessWeights())
     ten = fitness_interval(on(name, range(10)), on("unpatched", range(10)), tasks, FitnessWeights())
     subsets = spread(name, FitnessWeights())
-    print(f"{name}: 60 haystacks {whole[0]:+.4f} [{whole[1]:+.4f}, {whole[2]:+.4f}]; first 10 {ten[0]:+.4f} "
+    print(f"{name}: {haystacks} haystacks {whole[0]:+.4f} [{whole[1]:+.4f}, {whole[2]:+.4f}]; first 10 {ten[0]:+.4f} "
           f"[{ten[1]:+.4f}, {ten[2]:+.4f}]; 500 random 10-haystack subsets: sd {statistics.stdev(subsets):.4f}, "
           f"range {min(subsets):+.4f} to {max(subsets):+.4f}")
 # Noise alone does not rank weights: what matters is how far a real effect stands above it. Uniform 0.8
-# is one (-2.5 [-4.6, -0.4] middle points on 60 haystacks), so each weighting's separation is its
-# 60-haystack fitness over its sd across 10-haystack sets (a z score at the search's sample size).
+# is one (-2.5 [-4.6, -0.4] middle points on the first 60 haystacks), so each weighting's separation is its
+# all-haystack fitness over its sd across 10-haystack sets (a z score at the search's sample size).
 for end_penalty in (2.0, 0.5, 0.0):
     for logprob_weight in (0.1, 1.0, 10.0, 100.0):
         weights = FitnessWeights(end_penalty=end_penalty, logprob_weight=logprob_weight)
@@ -56,5 +57,5 @@ for end_penalty in (2.0, 0.5, 0.0):
         for name in methods:
             full = fitness_interval(rows[name], rows["unpatched"], tasks, weights, resamples=1)[0]
             sd = statistics.stdev(spread(name, weights))
-            cells.append(f"{name}: 60 haystacks {full:+.4f}, sd over 10 {sd:.4f}, separation {full / sd:+.2f}")
+            cells.append(f"{name}: {haystacks} haystacks {full:+.4f}, sd over 10 {sd:.4f}, separation {full / sd:+.2f}")
         print(f"end_penalty={end_penalty} logprob_weight={logprob_weight}: " + " | ".join(cells))
