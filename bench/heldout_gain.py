@@ -1,7 +1,7 @@
 """Held-out gain of a shipped preset over the unpatched model, in the regime it was searched in (the
 preset's ``task`` block), on its model's test split: shared-prefix scoring, paired bootstrap intervals
-over haystacks, and perplexity on held-out text (Python's bundled documentation), all through the
-evaluate command's own code. Writes the evaluate outputs to ``--out`` when given; run again with the same
+over haystacks (the preset minus unpatched and minus each uniform scaling), and perplexity on held-out
+text (Python's bundled documentation), all through the evaluate command's own code. Writes the evaluate outputs to ``--out`` when given; run again with the same
 ``--out``, it reuses the methods already scored there (a long run spans sessions), and with a larger
 ``--samples`` scores only the new haystacks (60 per position grow to 100 at 40% of the cost). Last line:
 middle_gain=<exact-match points, mean of the middle positions> ci_low=<lower 95% bound, points>
@@ -34,6 +34,7 @@ def main() -> None:
     args = parser.parse_args()
     from omegaconf import open_dict
 
+    from lpes_framework.comparison import uniform_method_name
     from lpes_framework.config import compose_config
     from lpes_framework.errors import LpesError
     from lpes_framework.evaluate import file_method_names, run_evaluate
@@ -56,6 +57,7 @@ def main() -> None:
         cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
         cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
         cfg.task.samples_per_position = args.samples
+        cfg.methods.compare_to = [uniform_method_name(record["scheme"]["name"], u) for u in uniform]  # found - uniform
     with tempfile.TemporaryDirectory() as tmp:
         try:
             payload = run_evaluate(cfg, args.out or Path(tmp))

@@ -12,6 +12,11 @@ from .stats import Interval, paired_bootstrap
 Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
 
 
+def uniform_method_name(scheme_name: str, factor: float) -> str:
+    """How one factor for every layer is labelled wherever methods are compared."""
+    return f"uniform {scheme_name} {factor:g}"
+
+
 @dataclass
 class Comparison:
     rows: dict[str, dict[str, list[ScoreRow]]]  # method -> task -> per-sample rows (same samples for all)

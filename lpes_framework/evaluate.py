@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, plain, prepare, task_specs
 from .curves import build_curve
 from .errors import LpesError
-from .comparison import Comparison, format_intervals, format_table
+from .comparison import Comparison, format_intervals, format_table, uniform_method_name
 from .results import rows_from_json, rows_to_json, scores_to_json
 from .executors import encode_splits
 from .executors.local import LocalExecutor
@@ -52,7 +52,7 @@ def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[f
         methods["unpatched"] = (None, scheme_cfg)
     for s in m.uniform or []:
         s = number(s, "methods.uniform")
-        methods[f"uniform {scheme_cfg['name']} {s:g}"] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
+        methods[uniform_method_name(scheme_cfg["name"], s)] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
     for path, name in file_method_names(m.factors_files or []).items():
         record = load_factors(path)
         try:
@@ -67,7 +67,20 @@ def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[f
             methods[f"{curve.name} {name}"] = (curve.factors(list(genome)).tolist(), scheme_cfg)
     if not methods:
         raise LpesError("no methods to evaluate: enable methods.baseline or give uniform/factors_files/genomes")
+    unknown = [r for r in m.compare_to if r not in methods]
+    if unknown:
+        raise LpesError(f"methods.compare_to: {unknown} are not among the methods {list(methods)}")
     return methods
+
+
+def interval_pairs(methods, references) -> list[tuple[str, str]]:
+    """(a, b) for every method a against every reference b (unpatched first, where it is scored), each pair
+    once: a reference compared to an earlier reference is not compared back."""
+    refs = (["unpatched"] if "unpatched" in methods else []) + [r for r in references if r != "unpatched"]
+    pairs: list[tuple[str, str]] = []
+    for b in refs:
+        pairs += [(a, b) for a in methods if a != b and (b, a) not in pairs]
+    return pairs
 
 
 def method_key(factors, scheme: dict | None, context: dict, counts: dict[str, int]) -> str:
@@ -136,9 +149,8 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
         log.append({"key": method_key(*jobs[name], context, counts), "method": name, "rows": rows_to_json(rows)})
         done[name] = rows
     comparison = Comparison(done)
-    if "unpatched" in methods:
-        for name in list(methods)[1:]:
-            comparison.add_intervals(name, "unpatched", resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))
+    for a, b in interval_pairs(methods, cfg.methods.compare_to):
+        comparison.add_intervals(a, b, resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))
     results = comparison.scores
     table = "\n".join(filter(None, [format_table(results), format_intervals(comparison)]))
     print(table)

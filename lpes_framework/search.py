@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from .cli import plain, prepare, task_specs
 from .artifacts import SearchSummary, write_artifacts
-from .comparison import compare, format_intervals, format_table
+from .comparison import compare, format_intervals, format_table, uniform_method_name
 from .curves import build_curve
 from .errors import LpesError
 from .results import scores_from_json, scores_to_json
@@ -185,7 +185,7 @@ class Search:
         top = self.top_candidates(int(self.cfg.validation.top_k))
         uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
         n_layers = self.shape.n_layers
-        uniform_name = f"uniform {self.scheme_cfg['name']} {uniform:g}"  # as the evaluate command names it
+        uniform_name = uniform_method_name(self.scheme_cfg["name"], uniform)
         scheme = self.scheme_cfg
         candidates = {f"top {i + 1}": (self.curve.factors(g), scheme) for i, (g, _) in enumerate(top)}
         methods = {"unpatched": (None, None), **candidates, uniform_name: ([uniform] * n_layers, scheme)}

@@ -34,6 +34,7 @@ def last_error_line(proc) -> str:
     ("search", ["model.random=null", "model.name_or_path=/nonexistent"], "model.name_or_path='/nonexistent'"),
     ("search", ["curve.low=abc"], "option low='abc' must be float"),
     ("evaluate", ["methods.uniform=[abc]"], "methods.uniform: 'abc' is not a number"),
+    ("evaluate", ["methods.compare_to=['uniform rope 9']"], "methods.compare_to: ['uniform rope 9'] are not among"),
     ("evaluate", ["scoring=greedy"], "unknown scoring 'greedy'"),
     ("search", ["executor=ray", "executor.workers=0"], "need workers >= 1"),
     ("search", ["logger.name=tensorboard"], "unknown logger 'tensorboard'"),

@@ -3,6 +3,7 @@
 import json
 
 from conftest import TINY_TASK, run_cli
+from lpes_framework.evaluate import interval_pairs
 from lpes_framework.export import factors_record, write_json_atomic
 
 
@@ -12,6 +13,7 @@ def test_evaluate_compares_all_method_kinds(tmp_path):
     out = tmp_path / "run"
     proc = run_cli("lpes_framework.evaluate", *TINY_TASK, "methods.uniform=[1.25]",
                    f"methods.factors_files=[{factors_file}]", "methods.genomes={mid:[1.0,1.5,1.5,1.0]}",
+                   "methods.compare_to=['uniform rope 1.25']",
                    "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}", f"hydra.run.dir={out}")
     results = json.loads((out / "results.json").read_text())
     methods = results["methods"]
@@ -24,6 +26,18 @@ def test_evaluate_compares_all_method_kinds(tmp_path):
     assert (out / "by_position.png").stat().st_size > 10_000
     table = (out / "table.txt").read_text()
     assert "unpatched" in table and "ppl " in table and table in proc.stdout
+    file = "file " + tmp_path.name  # every method against unpatched, then against the compare_to method
+    assert list(results["intervals"]) == [
+        "uniform rope 1.25 - unpatched", f"{file} - unpatched", "bezier mid - unpatched",
+        f"{file} - uniform rope 1.25", "bezier mid - uniform rope 1.25"]
+    assert "bezier mid - uniform rope 1.25: exact match" in table
+
+
+def test_interval_pairs_never_compare_a_pair_twice():
+    methods = ["unpatched", "u", "f"]
+    assert interval_pairs(methods, []) == [("u", "unpatched"), ("f", "unpatched")]
+    assert interval_pairs(methods, ["u", "unpatched"]) == [("u", "unpatched"), ("f", "unpatched"), ("f", "u")]
+    assert interval_pairs(["u", "f"], ["u"]) == [("f", "u")]  # no unpatched row: only the references asked for
 
 
 def test_generate_scoring_runs(tmp_path):
