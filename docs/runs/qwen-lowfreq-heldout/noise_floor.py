@@ -48,7 +48,7 @@ for name in methods:
           f"[{ten[1]:+.4f}, {ten[2]:+.4f}]; 500 random 10-haystack subsets: sd {statistics.stdev(subsets):.4f}, "
           f"range {min(subsets):+.4f} to {max(subsets):+.4f}")
 # Noise alone does not rank weights: what matters is how far a real effect stands above it. Uniform 0.8
-# is one (-2.5 [-4.6, -0.4] middle points on the first 60 haystacks), so each weighting's separation is its
+# is one (-2.8 [-4.4, -1.0] middle points on the 100 held-out haystacks), so each weighting's separation is its
 # all-haystack fitness over its sd across 10-haystack sets (a z score at the search's sample size).
 for end_penalty in (2.0, 0.5, 0.0):
     for logprob_weight in (0.1, 1.0, 10.0, 100.0):
