@@ -1,6 +1,6 @@
-"""The search is pinned: for a fixed seed, the same genomes in the same order with the same fitness.
-Refactoring must not move it; a deliberate change regenerates ``data/trajectory.json`` with
-``python tests/test_trajectory.py`` and says why in its commit."""
+"""The search is pinned: for a fixed seed, the same genomes in the same order with the same fitness (to the
+float32 rounding of the CPU it runs on). Refactoring must not move it; a deliberate change regenerates
+``data/trajectory.json`` with ``python tests/test_trajectory.py`` and says why in its commit."""
 
 import json
 import sys
@@ -36,8 +36,11 @@ def test_search_trajectory_is_pinned(tmp_path):
         got = trajectory(tmp_path / name, overrides)
         want = pinned[name]
         assert [g["genome"] for g in got] == [w["genome"] for w in want], name
-        for key in ("fitness", "retrieval"):  # tiny random-model fitness is ~1e-5: relative tolerance
-            assert np.allclose([g[key] for g in got], [w[key] for w in want], rtol=1e-4, atol=1e-10), (name, key)
+        # Tiny random-model fitness (~1e-5) is a difference of O(1) float32 log-probs, so another CPU's
+        # kernels move it in absolute terms: up to 3.7e-7 on an AMD EPYC host against this file, relative
+        # errors up to 38% on entries near 0. The check is absolute, 5x that; the genomes above are exact.
+        for key in ("fitness", "retrieval"):
+            assert np.allclose([g[key] for g in got], [w[key] for w in want], rtol=0, atol=2e-6), (name, key)
 
 
 if __name__ == "__main__":
