@@ -1,7 +1,8 @@
 """Held-out gain of a shipped preset over the unpatched model, in the regime it was searched in (the
 preset's ``task`` block), on its model's test split: shared-prefix scoring, paired bootstrap intervals
 over haystacks (the preset minus unpatched and minus each uniform scaling), and perplexity on held-out
-text (Python's bundled documentation), all through the evaluate command's own code. Writes the evaluate outputs to ``--out`` when given; run again with the same
+text (Python's bundled documentation), all through the evaluate command's own code. Writes the
+evaluate outputs to ``--out`` when given; run again with the same
 ``--out``, it reuses the methods already scored there (a long run spans sessions), and with a larger
 ``--samples`` scores only the new haystacks (60 per position grow to 100 at 40% of the cost). Last line:
 middle_gain=<exact-match points, mean of the middle positions> ci_low=<lower 95% bound, points>

@@ -5,8 +5,8 @@
 # same split scored -0.011 (1.5) and -0.046 (2.0) (docs/runs/qwen-baselines60).
 # Fitness weights: log-prob led (logprob_weight 10, end_penalty 0.5) instead of the defaults (0.1, 2):
 # on the 60-haystack held-out rows they separated a real 2.5-point middle loss from 10-haystack noise
-# 2.3x better (separation -1.78 vs -0.77); on the 100 it grew to, 2.1x (-1.60 vs -0.77, noise_floor.txt;
-# docs/runs/qwen-lowfreq-heldout/noise_floor.py).
+# 2.3x better (separation -1.78 vs -0.77); on the 100 they do now, 2.1x better (-1.60 vs -0.77,
+# noise_floor.txt; docs/runs/qwen-lowfreq-heldout/noise_floor.py).
 # Long: run it in the background from a git worktree with PYTHONPATH=<worktree>;
 # `command.sh resume=true` continues it.
 python -m lpes_framework model=qwen2.5-0.5b task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' \

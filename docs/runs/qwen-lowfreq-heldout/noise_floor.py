@@ -22,8 +22,8 @@ results = json.loads((here / "results.json").read_text())
 tasks = {"kv_retrieval": TASKS.build({"name": "kv_retrieval", **results["tasks"]["kv_retrieval"]})}
 rows = {}
 for line in (here / "rows.jsonl").read_text().splitlines():
-    record = json.loads(line)
-    rows[record["method"]] = {"kv_retrieval": rows_from_json(record["rows"])["kv_retrieval"]}  # last record: most haystacks
+    record = json.loads(line)  # a grown method's last record holds all its haystacks
+    rows[record["method"]] = {"kv_retrieval": rows_from_json(record["rows"])["kv_retrieval"]}
 haystacks = len({r.context for r in rows["unpatched"]["kv_retrieval"]})
 
 
@@ -48,8 +48,8 @@ for name in methods:
           f"[{ten[1]:+.4f}, {ten[2]:+.4f}]; 500 random 10-haystack subsets: sd {statistics.stdev(subsets):.4f}, "
           f"range {min(subsets):+.4f} to {max(subsets):+.4f}")
 # Noise alone does not rank weights: what matters is how far a real effect stands above it. Uniform 0.8
-# is one (-2.8 [-4.4, -1.0] middle points on the 100 held-out haystacks), so each weighting's separation is its
-# all-haystack fitness over its sd across 10-haystack sets (a z score at the search's sample size).
+# is one (-2.8 [-4.4, -1.0] middle points on the 100 held-out haystacks), so each weighting's separation
+# is its all-haystack fitness over its sd across 10-haystack sets (a z score at the search's sample size).
 for end_penalty in (2.0, 0.5, 0.0):
     for logprob_weight in (0.1, 1.0, 10.0, 100.0):
         weights = FitnessWeights(end_penalty=end_penalty, logprob_weight=logprob_weight)

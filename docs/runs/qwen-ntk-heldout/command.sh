@@ -1,8 +1,8 @@
 #!/bin/bash
 # Issue 10: variant C's answer (docs/runs/qwen-bezier-ntk) re-tested on the 100 held-out haystacks per gold
 # position of docs/runs/qwen-lowfreq-heldout, whose unpatched rows it reuses (the unpatched model's rows
-# do not depend on the scheme): run that one first. Scored here (~20 min each per 100 haystacks alone on
-# the 2 cores): the found factors and uniform NTK at their mean, which asks whether the layer pattern
+# do not depend on the scheme): run that one first. Scored here (~14 min each per 100 haystacks alone on
+# the 2 cores, from 5.5 min per 40 measured): the found factors and uniform NTK at their mean, which asks whether the layer pattern
 # matters or only the overall factor (the uniform factors the search tried, 0.8-1.5, scored far below;
 # uniform NTK 1.5 and 2.0 on these haystacks: docs/runs/qwen-baselines60).
 set -eo pipefail
