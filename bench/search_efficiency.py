@@ -1,6 +1,7 @@
 """Bezier-GA vs free-GA vs random search (bezier genomes) at an equal evaluation budget, same seed and
-same search data, on the embedded model or another (``--model``, with the regime in ``--overrides``). Reports each method's best fitness and how many evaluations it
-needed to reach the free-GA's best (the identity seed is evaluated first by all three and scores 0).
+same search data, on the embedded model or another (``--model``, with the regime in ``--overrides``).
+Reports each method's best fitness and how many evaluations it needed to reach the free-GA's best (the
+identity seed is evaluated first by all three and scores 0).
 Last line: bezier_eval_ratio=<evals bezier / evals free> bezier_vs_random=<best bezier - best random>."""
 
 from __future__ import annotations
