@@ -1,9 +1,10 @@
 #!/bin/bash
 # Issue 10: section 0's baselines on the 100 held-out haystacks of docs/runs/qwen-lowfreq-heldout, whose
 # unpatched rows it reuses (same haystacks, tasks and scoring): Ms-PoE with the plugin's defaults (the
-# `uniform mspoe 1` row; pip install plugins/lpes-mspoe), and uniform PI, NTK and YaRN at the factor each
-# won with on the search split (PI 1.05 from the search's own seeds, docs/runs/qwen-bezier-pi; NTK and YaRN
-# 1.5 from docs/runs/qwen-baselines60/tune.sh), each a factors file under its own scheme; perplexity of each.
+# `uniform mspoe 1` row; pip install plugins/lpes-mspoe), and uniform PI and YaRN at the factor each won
+# with on the search split (PI 1.05 from the search's own seeds, docs/runs/qwen-bezier-pi; YaRN 1.5 from
+# docs/runs/qwen-baselines60/tune.sh), each a factors file under its own scheme; perplexity of each.
+# Uniform NTK 1.5 is scored on 200 haystacks in docs/runs/qwen-free-ga-heldout.
 # About 15 min a method alone on the 2 cores; a killed run resumes with the methods it finished.
 set -eo pipefail
 here=docs/runs/qwen-baselines100
@@ -12,7 +13,7 @@ mkdir -p $here/pi-best $here/test
 [ -e $here/pi-best/best_factors.json ] || python - $here/pi-best/best_factors.json <<'PY'
 import sys
 from lpes_framework.export import factors_record, load_factors, write_json_atomic
-preset = load_factors("qwen2.5-coder-0.5b")  # the PI search's preset: its model block and scheme
+preset = load_factors("docs/runs/qwen-bezier-pi/best_factors.json")  # the PI search's answer: model block, scheme
 write_json_atomic(sys.argv[1], factors_record(model=preset["model"], scheme=preset["scheme"],
                                               factors=[1.05] * preset["model"]["n_layers"]))
 PY
@@ -20,5 +21,5 @@ PY
 python -m lpes_framework.evaluate model=qwen2.5-0.5b task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' \
     task.samples_per_position=100 task.layout=queries batch_size=10 threads=2 progress=false split=test \
     pos=mspoe 'methods.uniform=[1.0]' \
-    "methods.factors_files=[$here/pi-best/best_factors.json,$tuned/ntk-best/best_factors.json,$tuned/yarn-best/best_factors.json]" \
+    "methods.factors_files=[$here/pi-best/best_factors.json,$tuned/yarn-best/best_factors.json]" \
     +task@extra_tasks.perplexity=perplexity resume=true hydra.run.dir=$here/test "$@"
