@@ -1,8 +1,8 @@
 """The free GA's answer minus unpatched on each block of 100 test haystacks separately: 0-99 are the
 haystacks the earlier Qwen methods were tested on (nine of them before this one, so one interval
 excluding 0 there could be luck), 100-199 were scored for the first time by this re-test and no
-other method has seen them. Exact match points per middle position with paired bootstrap intervals over haystacks, and the
-mean change of the gold log-prob per token.
+other method has seen them. Exact match points per middle position with paired bootstrap intervals
+over haystacks, and the mean change of the gold log-prob per token.
 
     python docs/runs/qwen-free-ga-heldout/halves.py
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from lpes_framework.evaluate import file_method_names
 from lpes_framework.results import rows_from_json
-from lpes_framework.stats import paired_bootstrap
+from lpes_framework.stats import middle_positions, paired_bootstrap
 
 here = Path(__file__).parent
 source = str(here / "best_factors.json")
@@ -22,7 +22,8 @@ found_name = file_method_names([source])[source]
 rows = {}
 for line in (here / "rows.jsonl").read_text().splitlines():
     record = json.loads(line)  # a grown method's last record holds all its haystacks
-    rows[record["method"]] = sorted(rows_from_json(record["rows"])["kv_retrieval"], key=lambda r: (r.context, r.position))
+    per_sample = rows_from_json(record["rows"])["kv_retrieval"]
+    rows[record["method"]] = sorted(per_sample, key=lambda r: (r.context, r.position))  # paired order
 haystacks = len({r.context for r in rows[found_name]})
 
 
@@ -42,7 +43,9 @@ def logprob_interval(found, base, resamples=2000):
 for first, last in ((0, 100), (100, haystacks), (0, haystacks))[:1 if haystacks <= 100 else 3]:
     found, base = ([r for r in rows[m] if first <= r.context < last] for m in (found_name, "unpatched"))
     interval = paired_bootstrap(found, base)
-    logprob = logprob_interval(found, base)
-    middle = "  ".join(f"{p}: {interval[p]}" for p in interval if p not in ("0", "49", "middle"))
-    print(f"haystacks {first}-{last - 1}: middle {interval['middle']} (low {interval['middle'].low:+.2f})  ends {interval['0'].delta:+.1f} / "
-          f"{interval['49'].delta:+.1f}  gold log-prob per token {logprob}\n  {middle}")
+    inner = middle_positions([p for p in interval if p != "middle"])
+    first_end, last_end = (p for p in interval if p != "middle" and p not in inner)
+    middle = "  ".join(f"{p}: {interval[p]}" for p in inner)
+    print(f"haystacks {first}-{last - 1}: middle {interval['middle']} (low {interval['middle'].low:+.2f})  "
+          f"ends {interval[first_end].delta:+.1f} / {interval[last_end].delta:+.1f}  "
+          f"gold log-prob per token {logprob_interval(found, base)}\n  {middle}")
