@@ -25,7 +25,7 @@ from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, p
 from .curves import build_curve
 from .errors import LpesError
 from .comparison import Comparison, format_intervals, format_table, uniform_method_name
-from .results import rows_from_json, rows_to_json, scores_to_json
+from .results import ScoreRow, rows_from_json, rows_to_json, scores_to_json
 from .executors import encode_splits
 from .executors.local import LocalExecutor
 from .export import is_preset, load_factors, write_json_atomic
@@ -106,6 +106,17 @@ def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at)
         if usable > cover and key == key_at(n):
             best, cover = rows, usable
     return {task: [r for r in per if r.context < counts[task]] for task, per in best.items()}
+
+
+def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
+    """Each method's per-sample rows in an evaluate folder, from its most complete ``rows.jsonl`` record (a
+    method grown to more haystacks keeps its shorter records too): the input of analyses made afterwards."""
+    rows: dict[str, dict[str, list[ScoreRow]]] = {}
+    for record in JsonLog(Path(out_dir) / "rows.jsonl").read():
+        per_task = rows_from_json(record["rows"])
+        if sum(map(len, per_task.values())) >= sum(map(len, rows.get(record["method"], {}).values())):
+            rows[record["method"]] = per_task
+    return rows
 
 
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:

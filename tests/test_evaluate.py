@@ -3,7 +3,7 @@
 import json
 
 from conftest import TINY_TASK, run_cli
-from lpes_framework.evaluate import interval_pairs
+from lpes_framework.evaluate import interval_pairs, logged_rows
 from lpes_framework.export import factors_record, write_json_atomic
 
 
@@ -95,6 +95,7 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
     assert [r["method"] for r in records] == ["unpatched", "uniform rope 1.25"] * 2
     assert {r["context"] for r in records[-1]["rows"]["kv_retrieval"]} == {0, 1, 2}
     assert records[2]["rows"] == json.loads((fresh / "rows.jsonl").read_text().splitlines()[0])["rows"]
+    assert logged_rows(grown) == logged_rows(fresh)  # each method's most complete record: all three draws
     first, again = (json.loads((d / "results.json").read_text()) for d in (grown, fresh))
     assert first["methods"] == again["methods"] and first["intervals"] == again["intervals"]
     # fewer samples: a subset of the rows already there, nothing scored

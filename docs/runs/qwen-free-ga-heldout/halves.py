@@ -7,23 +7,18 @@ over haystacks, and the mean change of the gold log-prob per token.
     python docs/runs/qwen-free-ga-heldout/halves.py
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from lpes_framework.evaluate import file_method_names
-from lpes_framework.results import rows_from_json
+from lpes_framework.evaluate import file_method_names, logged_rows
 from lpes_framework.stats import middle_positions, paired_bootstrap
 
 here = Path(__file__).parent
 source = str(here / "best_factors.json")
 found_name = file_method_names([source])[source]
-rows = {}
-for line in (here / "rows.jsonl").read_text().splitlines():
-    record = json.loads(line)  # a grown method's last record holds all its haystacks
-    per_sample = rows_from_json(record["rows"])["kv_retrieval"]
-    rows[record["method"]] = sorted(per_sample, key=lambda r: (r.context, r.position))  # paired order
+rows = {method: sorted(per["kv_retrieval"], key=lambda r: (r.context, r.position))  # paired order
+        for method, per in logged_rows(here).items()}
 haystacks = len({r.context for r in rows[found_name]})
 
 

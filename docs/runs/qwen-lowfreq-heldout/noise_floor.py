@@ -13,17 +13,15 @@ import random
 import statistics
 from pathlib import Path
 
+from lpes_framework.evaluate import logged_rows
 from lpes_framework.fitness import FitnessWeights, fitness_interval
-from lpes_framework.results import rows_from_json
 from lpes_framework.tasks import TASKS
 
 here = Path(__file__).parent
 results = json.loads((here / "results.json").read_text())
 tasks = {"kv_retrieval": TASKS.build({"name": "kv_retrieval", **results["tasks"]["kv_retrieval"]})}
-rows = {}
-for line in (here / "rows.jsonl").read_text().splitlines():
-    record = json.loads(line)  # a grown method's last record holds all its haystacks
-    rows[record["method"]] = {"kv_retrieval": rows_from_json(record["rows"])["kv_retrieval"]}
+rows = {method: {"kv_retrieval": per["kv_retrieval"]}  # the retrieval fitness only: no perplexity windows resampled
+        for method, per in logged_rows(here).items()}
 haystacks = len({r.context for r in rows["unpatched"]["kv_retrieval"]})
 
 
