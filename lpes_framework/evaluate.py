@@ -110,10 +110,12 @@ def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at)
 
 def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
     """Each method's per-sample rows in an evaluate folder, from its most complete ``rows.jsonl`` record (a
-    method grown to more haystacks keeps its shorter records too): the input of analyses made afterwards."""
+    method grown to more haystacks keeps its shorter records too): the input of analyses made afterwards.
+    Rows come sorted by context and position, so two methods' rows of the same draws pair up in order."""
     rows: dict[str, dict[str, list[ScoreRow]]] = {}
     for record in JsonLog(Path(out_dir) / "rows.jsonl").read():
-        per_task = rows_from_json(record["rows"])
+        per_task = {task: sorted(per, key=lambda r: (r.context, r.position))
+                    for task, per in rows_from_json(record["rows"]).items()}
         if sum(map(len, per_task.values())) >= sum(map(len, rows.get(record["method"], {}).values())):
             rows[record["method"]] = per_task
     return rows

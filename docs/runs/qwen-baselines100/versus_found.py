@@ -17,8 +17,7 @@ found_file = str(found_dir / "best_factors.json")
 
 
 def retrieval(folder: Path) -> dict:
-    return {method: sorted(per["kv_retrieval"], key=lambda r: (r.context, r.position))  # paired order
-            for method, per in logged_rows(folder).items()}
+    return {method: per["kv_retrieval"] for method, per in logged_rows(folder).items()}
 
 
 baselines = retrieval(here / "test")

@@ -17,8 +17,7 @@ from lpes_framework.stats import middle_positions, paired_bootstrap
 here = Path(__file__).parent
 source = str(here / "best_factors.json")
 found_name = file_method_names([source])[source]
-rows = {method: sorted(per["kv_retrieval"], key=lambda r: (r.context, r.position))  # paired order
-        for method, per in logged_rows(here).items()}
+rows = {method: per["kv_retrieval"] for method, per in logged_rows(here).items()}
 haystacks = len({r.context for r in rows[found_name]})
 
 

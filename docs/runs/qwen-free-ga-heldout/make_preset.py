@@ -9,7 +9,7 @@ from pathlib import Path
 from lpes_framework.evaluate import file_method_names
 from lpes_framework.export import PRESETS, load_factors, write_json_atomic
 
-here = Path("docs/runs/qwen-free-ga-heldout")
+here = Path(__file__).parent
 source = str(here / "best_factors.json")
 record = load_factors(source)
 payload = json.loads((here / "results.json").read_text())
