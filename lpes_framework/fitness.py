@@ -58,18 +58,24 @@ def depths(positions) -> dict[str, float]:
     return {p: (v - low) / (high - low) if high > low else 0.5 for p, v in values.items()}
 
 
+def depth_weights(positions, weights: FitnessWeights) -> dict[str, float]:
+    """w_p = 1 + middle_bonus * (1 - |2 u_p - 1|) of each gold position label."""
+    return {p: 1 + weights.middle_bonus * (1 - abs(2 * u - 1)) for p, u in depths(positions).items()}
+
+
+def end_positions(positions) -> set[str]:
+    """The shallowest and the deepest gold position labels (none when there is only one)."""
+    depth = depths(positions)
+    return {min(depth, key=depth.get), max(depth, key=depth.get)} if len(depth) > 1 else set()
+
+
 def task_score(scores, base, weights: FitnessWeights) -> float:
     if whole_text(base):
         return weights.logprob_weight * (scores[WHOLE_TEXT].logprob - base[WHOLE_TEXT].logprob)
-    total = norm = 0.0
-    depth = depths(base)
-    for p, u in depth.items():
-        w = 1 + weights.middle_bonus * (1 - abs(2 * u - 1))
-        total += w * (quality(scores[p], weights) - quality(base[p], weights))
-        norm += w
-    ends = {min(depth, key=depth.get), max(depth, key=depth.get)} if len(depth) > 1 else set()
-    loss = sum(max(0.0, quality(base[p], weights) - quality(scores[p], weights)) for p in ends)
-    return total / norm - weights.end_penalty * loss
+    w = depth_weights(base, weights)
+    total = sum(wp * (quality(scores[p], weights) - quality(base[p], weights)) for p, wp in w.items())
+    loss = sum(max(0.0, quality(base[p], weights) - quality(scores[p], weights)) for p in end_positions(base))
+    return total / sum(w.values()) - weights.end_penalty * loss
 
 
 def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> Outcome:

@@ -23,14 +23,15 @@ from .comparison import compare, format_intervals, format_table, uniform_method_
 from .curves import build_curve
 from .errors import LpesError
 from .results import scores_from_json, scores_to_json
-from .executors import build_executor, encode_splits
+from .executors import GradientJob, build_executor, encode_splits
 from .export import factors_record, write_json_atomic
 from .fitness import FitnessWeights, Outcome, fitness_interval, outcome
 from .loggers import build_logger
 from .registries import EXECUTORS, LOGGERS
 from .models import peek
 from .optim import build_optimizer
-from .position import build_scheme, is_identity
+from .optim.gradient import start_genes
+from .position import build_scheme, is_identity, require_gradient
 from .results import by_position
 from .store import RunStore, cache_key
 from .tasks import SPLITS, TASKS
@@ -59,6 +60,7 @@ class Search:
         self.shape = peek(cfg.model)
         self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
+        self.gradient = getattr(self.optimizer, "needs_gradient", False)
         if int(cfg.validation.top_k) < 1:
             raise LpesError(f"validation.top_k must be >= 1, got {cfg.validation.top_k}")
         self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
@@ -66,6 +68,8 @@ class Search:
             specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
             self.tasks["perplexity"] = TASKS.build(specs["perplexity"])
         self.task_specs = specs
+        if self.gradient:
+            self._check_gradient_search()
         self.executor_cfg = plain(cfg.executor)
         EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor or logger is refused now
         LOGGERS.get((cfg.get("logger") or {"name": "none"})["name"])
@@ -79,6 +83,18 @@ class Search:
         self.executor = None  # started by setup()
         self.log: list[dict] = []
         self._restore_or_refuse(cfg.resume)
+
+    def _check_gradient_search(self) -> None:
+        """optimizer=gradient: a differentiable scheme and curve, retrieval tasks, a start in bounds."""
+        require_gradient(self.scheme)
+        if not self.curve.differentiable():
+            raise LpesError(f"curve={self.curve.name} maps genes to factors without a gradient (its shape is not "
+                            "written in torch); optimizer=gradient needs a differentiable curve: use optimizer=ga")
+        weighted = [k for k, t in self.tasks.items() if t.metric == "perplexity" and t.weight != 0]
+        if weighted:
+            raise LpesError(f"optimizer=gradient optimises retrieval tasks; task {weighted[0]} is a perplexity task "
+                            "with weight != 0 (set its weight to 0 or use optimizer=ga)")
+        self.optimizer.begin(start_genes(self.optimizer.start, self.curve))
 
     def _restore_or_refuse(self, resume: bool) -> None:
         if not resume:
@@ -152,20 +168,72 @@ class Search:
             entry = {"generation": self.optimizer.generation, "evaluated": len(genomes),
                      "best_fitness": best.fitness, "mean_fitness": float(np.mean(finite)) if finite else math.nan}
             self.log.append(entry)
-            self.store.save_checkpoint({"fingerprint": _fingerprint(plain(self.cfg), self.optimizer.objectives),
-                                        "log": self.log,
-                                        "optimizer": self.optimizer.state_dict()})
+            self._checkpoint()
             if logger is not None:
                 logger.log_generation(entry["generation"], entry, self.curve.factors(best_genome))
             bar.update(1)
             bar.set_postfix(best=f"{best.fitness:.4f}")
         bar.close()
 
+    def _checkpoint(self) -> None:
+        self.store.save_checkpoint({"fingerprint": _fingerprint(plain(self.cfg), self.optimizer.objectives),
+                                    "log": self.log, "optimizer": self.optimizer.state_dict()})
+
+    def descend(self, logger=None) -> None:
+        """optimizer=gradient: Adam steps on fresh minibatches, the genes scored on the fixed search split
+        every ``eval_every`` steps (see ``optim.gradient``), checkpointing after every step. A step already
+        in the evaluation log (a kill between its record and the checkpoint) is taken from there."""
+        opt = self.optimizer
+        first = max(t.samples_per_position for t in self.tasks.values())  # the fixed search split's draws
+        settings = {"curve": plain(self.cfg.curve), "scheme": self.scheme_cfg, "weights": plain(self.cfg.fitness)}
+        bar = tqdm(total=opt.generations, initial=opt.generation, desc="steps", disable=not self.cfg.progress)
+        self.scored = self.log[-1]["mean_fitness"] if self.log else math.nan  # the latest fixed-split fitness
+        while not opt.done:
+            genes = opt.genes()
+            scored_now = opt.scoring_due()
+            if scored_now:
+                record = self.score([(self.curve.factors(genes), "candidate", genes)])[0]
+                opt.observe(genes, Outcome(**record["outcome"]))
+                self.scored = record["outcome"]["fitness"]
+            if opt.restart_over:
+                opt.next_restart()
+                self._checkpoint()
+                continue
+            draws = opt.next_draws(first)
+            key = cache_key(genes, {**self.context, "step": [opt.restart, opt.step], "draws": draws})
+            if key not in self.cache:
+                job = GradientJob(split="search", draws=tuple(draws), genes=tuple(float(g) for g in genes),
+                                  per_position=len(draws), **settings)
+                result = self.executor.gradient(job)
+                self._record_step(key, genes, draws, result)
+            step = self.cache[key]
+            opt.update(step["gradient"])
+            _, best = opt.best()
+            entry = {"generation": opt.generation, "evaluated": int(scored_now), "best_fitness": best.fitness,
+                     "mean_fitness": self.scored, "objective": step["objective"]}
+            self.log.append(entry)
+            self._checkpoint()
+            if logger is not None:
+                logger.log_generation(entry["generation"], entry, self.curve.factors(opt.genes()))
+            bar.update(1)
+            bar.set_postfix(objective=f"{step['objective']:+.4f}", best=f"{best.fitness:.4f}")
+        bar.close()
+
+    def _record_step(self, key: str, genes, draws, result) -> None:
+        record = {"key": key, "kind": "step", "generation": self.optimizer.generation,
+                  "restart": self.optimizer.restart, "genome": [float(g) for g in genes],
+                  "factors": [float(f) for f in self.curve.factors(genes)], "draws": draws,
+                  "objective": result.value, "gradient": result.gradient,
+                  "seconds": round(sum(result.seconds.values()), 3),
+                  "seconds_parts": {k: round(v, 3) for k, v in result.seconds.items()}}
+        self.store.evaluations.append(record)
+        self.cache[key] = record
+
     def run(self) -> dict:
         logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
         try:
             self.setup()
-            self.loop(logger)
+            (self.descend if self.gradient else self.loop)(logger)
             summary = self.finish()
             logger.log_summary({"best_fitness": summary["search"]["fitness"]})
         finally:

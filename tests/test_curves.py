@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,9 +41,53 @@ def test_uniform_genome_gives_that_factor_everywhere(name, n_layers, value):
 
 
 def test_bezier_formula_endpoints_and_midpoint():
-    control = np.array([1.0, 2.0, 2.0, 1.0])
-    t = np.array([0.0, 0.5, 1.0])
+    control = torch.tensor([1.0, 2.0, 2.0, 1.0], dtype=torch.float64)
+    t = torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64)
     np.testing.assert_allclose(bernstein(control, t), [1.0, 1.75, 1.0])  # (1 + 3*2 + 3*2 + 1) / 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(genes=st.lists(st.floats(0.5, 3.0), min_size=2, max_size=7), n_layers=st.integers(2, 48))
+def test_spline_is_scipys_pchip(genes, n_layers):
+    from scipy.interpolate import PchipInterpolator
+
+    from lpes_framework.curves.base import layer_grid
+
+    t = layer_grid(n_layers)
+    want = np.clip(PchipInterpolator(np.linspace(0, 1, len(genes)), genes)(t), 0.5, 3.0)
+    curve = build_curve({"name": "spline", "control_points": len(genes), "low": 0.5, "high": 3.0}, n_layers)
+    np.testing.assert_allclose(curve.factors(genes), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_curve_is_differentiable_and_its_gradient_is_the_finite_difference(name):
+    curve = make(name, 12, low=0.5, high=3.0)
+    rng = np.random.default_rng(1)
+    genes = rng.uniform(0.8, 2.5, curve.n_genes)
+    weights = torch.from_numpy(rng.normal(size=12))
+    x = torch.tensor(genes, requires_grad=True)
+    (curve.factors_tensor(x) * weights).sum().backward()
+    eps = 1e-6
+    for k in range(curve.n_genes):
+        up, down = genes.copy(), genes.copy()
+        up[k] += eps
+        down[k] -= eps
+        fd = float(((curve.factors(up) - curve.factors(down)) / (2 * eps)) @ weights.numpy())
+        assert x.grad[k].item() == pytest.approx(fd, rel=1e-5, abs=1e-7), (name, k)
+    assert curve.differentiable()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_equal_genes_give_the_exact_constant_and_the_curves_own_gradient(name):
+    curve = make(name, 10, low=0.5, high=3.0)
+    x = torch.ones(curve.n_genes, dtype=torch.float64, requires_grad=True)
+    factors = curve.factors_tensor(x)
+    assert torch.equal(factors.detach(), torch.ones(10, dtype=torch.float64))
+    factors.sum().backward()
+    # every curve here is a partition of unity in its genes: moving all genes moves every layer
+    assert x.grad.sum().item() == pytest.approx(10.0)
+    if curve.n_genes > 1:
+        assert (x.grad > 0).sum() > 1  # not just the first gene, as the constant shortcut alone would say
 
 
 def test_gene_counts():

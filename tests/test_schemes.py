@@ -138,3 +138,44 @@ def test_yarn_layer_factor_multiplies_the_global_factor():
 def test_bad_scheme_options_fail_at_build(cfg, match):
     with pytest.raises(LpesError, match=match):
         build_scheme(cfg)
+
+
+SCHEME_CFGS = [{"name": "rope"}, {"name": "pi", "global_factor": 1.5}, {"name": "ntk"},
+               {"name": "yarn", "global_factor": 2.0}, {"name": "yarn"},
+               {"name": "rope", "wavelength_low": 40, "wavelength_high": 400}, {"name": "ntk", "wavelength_low": 64}]
+
+
+@pytest.mark.parametrize("cfg", SCHEME_CFGS, ids=lambda c: "-".join(map(str, c.values())))
+@pytest.mark.parametrize("factor, seq_len", [(1.0, 100), (0.7, 100), (1.37, 100), (2.5, 4 * MAX_POS)])
+def test_a_traced_factor_gives_bit_identical_tables_and_a_finite_difference_gradient(cfg, factor, seq_len):
+    scheme = build_scheme(cfg)
+    assert scheme.differentiable
+    inv, scaling = scheme(spec(), factor, seq_len)
+    x = torch.tensor(factor, dtype=torch.float64, requires_grad=True)
+    inv_t, scaling_t = scheme(spec(), x, seq_len)
+    assert torch.equal(inv_t.detach(), inv) and float(scaling_t) == scaling
+    weights = torch.linspace(-1.0, 2.0, inv.numel())
+    ((inv_t.double() * weights).sum() + 3 * torch.as_tensor(scaling_t)).backward()
+    eps = 1e-3
+
+    def value(f):
+        i, s = scheme(spec(), f, seq_len)
+        return float((i.double() * weights).sum()) + 3 * float(s)
+
+    if cfg["name"] == "yarn" and cfg.get("global_factor", 1.0) * factor == 1.0:
+        return  # YaRN's attention factor has a kink at 1 (it starts there): no two-sided difference
+    fd = (value(factor + eps) - value(factor - eps)) / (2 * eps)
+    assert x.grad.item() == pytest.approx(fd, rel=2e-3, abs=1e-6)
+
+
+def test_a_plugin_scheme_without_a_gradient_is_refused_in_one_line():
+    from lpes_framework.position.schemes import require_gradient
+
+    def frozen(spec, factor, seq_len):
+        return spec.inv_freq / float(factor), 1.0
+
+    frozen.config = {"name": "frozen"}
+    frozen.differentiable = False
+    with pytest.raises(LpesError, match="pos=frozen computes its tables without a gradient"):
+        require_gradient(frozen)
+    require_gradient(build_scheme({"name": "ntk"}))

@@ -12,8 +12,10 @@ combination or a shape-preserving interpolation of its genes, and gene values ar
 - ``constant``: one gene for every layer (the uniform-scaling baseline)
 - ``free``:     one gene per layer
 
-Each curve is one module of this package (``@CURVES.plugin`` on a ``Curve`` subclass); this module holds
-what they share.
+``shape`` is written once, in torch operations on float64 tensors: ``factors`` (numpy in, numpy out,
+what the GA and every file use) and ``factors_tensor`` (a traced genome in, traced factors out, what the
+gradient optimizer differentiates) run the same code. Each curve is one module of this package
+(``@CURVES.plugin`` on a ``Curve`` subclass); this module holds what they share.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import torch
 
 from ..errors import LpesError
 from ..registries import CURVES
@@ -33,7 +36,8 @@ def layer_grid(n_layers: int) -> np.ndarray:
 
 
 class Curve:
-    """Base: genes in [low, high]; subclasses define ``gene_count(n_layers)`` and ``shape(genes, t)``."""
+    """Base: genes in [low, high]; subclasses define ``gene_count(n_layers)`` and ``shape(genes, t)``
+    (torch float64 tensors in and out)."""
 
     name = "curve"  # set by the registry
 
@@ -53,7 +57,7 @@ class Curve:
     def gene_count(self, n_layers: int) -> int:
         raise NotImplementedError
 
-    def shape(self, genes: np.ndarray, t: np.ndarray) -> np.ndarray:
+    def shape(self, genes: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     def repair(self, genome: Sequence[float]) -> np.ndarray:
@@ -71,13 +75,49 @@ class Curve:
         return genes
 
     def factors(self, genome: Sequence[float]) -> np.ndarray:
-        genes = self.repair(genome)
-        if np.all(genes == genes[0]):
+        with torch.no_grad():
+            return self.factors_tensor(torch.from_numpy(self.repair(genome).copy())).numpy()
+
+    def factors_tensor(self, genes: torch.Tensor) -> torch.Tensor:
+        """Factors of an in-bounds genome (float64 tensor; traced genes give traced factors)."""
+        if self.monotone is not None:
+            genes = torch.sort(genes, descending=self.monotone == "decreasing").values
+        shaped = torch.as_tensor(self.shape(genes, torch.from_numpy(layer_grid(self.n_layers))), dtype=torch.float64)
+        # float round-off of the basis can step a hair outside the bounds; the clamp keeps the promise
+        out = shaped.clamp(self.low, self.high)
+        if bool(torch.all(genes == genes[0])):
             # every curve maps equal genes to that constant; computing it exactly keeps the identity
-            # genome bit-identical to the unpatched model (basis sums carry float round-off)
-            return np.full(self.n_layers, genes[0])
-        # float round-off of the basis can step a hair outside the bounds; the clip keeps the promise
-        return np.clip(self.shape(genes, layer_grid(self.n_layers)), self.low, self.high)
+            # genome bit-identical to the unpatched model (basis sums carry float round-off), while the
+            # gradient stays the curve's own (every control point moves the factors)
+            exact = genes[0].detach().expand(self.n_layers).clone()
+            out = exact + (out - out.detach()) if out.requires_grad else exact
+        return out
+
+    def fit(self, factors: Sequence[float]) -> np.ndarray:
+        """The in-bounds genome whose factors are closest to ``factors`` in least squares (exact for the
+        free curve): how a schedule found in one space is drawn in another (a Bezier fit of a free
+        optimum), and where a gradient search over this curve starts from a factors file."""
+        target = torch.tensor(np.asarray(factors, dtype=float))
+        if tuple(target.shape) != (self.n_layers,):
+            raise LpesError(f"{self.name}: cannot fit {target.numel()} factors with a curve over {self.n_layers} layers")
+        mean = float(np.clip(target.mean(), self.low, self.high))
+        x = torch.full((self.n_genes,), mean, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([x], max_iter=500, tolerance_grad=1e-12, tolerance_change=1e-15,
+                                line_search_fn="strong_wolfe")
+
+        def loss():
+            opt.zero_grad()
+            value = ((self.factors_tensor(x.clamp(self.low, self.high)) - target) ** 2).sum()
+            value.backward()
+            return value
+
+        opt.step(loss)
+        return self.repair(x.detach().clamp(self.low, self.high).numpy())
+
+    def differentiable(self) -> bool:
+        """Whether ``shape`` carries a gradient (a plugin curve written in numpy does not)."""
+        genes = torch.linspace(self.low, self.high, self.n_genes, dtype=torch.float64).requires_grad_(True)
+        return self.factors_tensor(genes).requires_grad
 
     def uniform(self, value: float) -> np.ndarray:
         """The genome that gives ``value`` at every layer (identity when value == 1)."""
@@ -91,7 +131,6 @@ class Curve:
     def describe(self) -> dict:
         return {"name": self.name, "n_genes": self.n_genes, "low": self.low, "high": self.high,
                 "monotone": self.monotone}
-
 
 
 def build_curve(cfg, n_layers: int) -> Curve:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from math import comb
 
-import numpy as np
+import torch
 
 from ..registries import CURVES
 from .base import Curve
 
 
-def bernstein(control: np.ndarray, t: np.ndarray) -> np.ndarray:
+def bernstein(control: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     n = len(control) - 1
-    basis = np.stack([comb(n, k) * (1 - t) ** (n - k) * t ** k for k in range(n + 1)])
+    basis = torch.stack([comb(n, k) * (1 - t) ** (n - k) * t ** k for k in range(n + 1)])
     return control @ basis
 
 

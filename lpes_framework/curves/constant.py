@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..registries import CURVES
 from .base import Curve
 
@@ -14,4 +12,4 @@ class ConstantCurve(Curve):
         return 1
 
     def shape(self, genes, t):
-        return np.full_like(t, genes[0])
+        return genes[0].expand(len(t))

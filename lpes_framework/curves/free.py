@@ -12,4 +12,4 @@ class FreeCurve(Curve):
         return n_layers
 
     def shape(self, genes, t):
-        return genes.copy()
+        return genes.clone()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
+import torch
 
 from ..registries import CURVES
 from .base import Curve
 
 
-def blocks(control: np.ndarray, t: np.ndarray) -> np.ndarray:
-    block = np.minimum((t * len(control)).astype(int), len(control) - 1)
+def blocks(control: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    block = torch.clamp((t * len(control)).long(), max=len(control) - 1)
     return control[block]
 
 

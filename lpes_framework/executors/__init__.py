@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..registries import EXECUTORS
-from .base import Evaluator, Executor, Job, Rows, Scorer, encode_splits
+from .base import Evaluator, Executor, GradientJob, Job, Rows, Scorer, encode_splits
 
 
 def build_executor(cfg: dict, run_cfg: dict, task_specs: dict, splits: Sequence[str], *, evaluators=None,
@@ -23,4 +23,4 @@ def build_executor(cfg: dict, run_cfg: dict, task_specs: dict, splits: Sequence[
     return EXECUTORS.build(cfg, run_cfg, task_specs, splits)
 
 
-__all__ = ["EXECUTORS", "Evaluator", "Executor", "Job", "Rows", "Scorer", "build_executor", "encode_splits"]
+__all__ = ["EXECUTORS", "Evaluator", "Executor", "GradientJob", "Job", "Rows", "Scorer", "build_executor", "encode_splits"]

@@ -3,15 +3,17 @@
 
 An executor is built as ``Executor(cfg, task_specs, splits, **options)`` (``cfg``: the run's whole
 config as a dict; in-process executors also take ``evaluators=`` and ``loaded=``), exposes ``info``
-(the model's ``ModelInfo``), and implements ``run(jobs, desc)`` and ``close()``.
+(the model's ``ModelInfo``), and implements ``run(jobs, desc)``, ``gradient(job)`` and ``close()``.
 """
 
 from __future__ import annotations
 
 import copy
 import time
+from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import LpesError
@@ -24,13 +26,34 @@ Job = tuple[str, "Sequence[float] | None", "dict | None"]
 Rows = dict[str, list[ScoreRow]]
 
 
+@dataclass(frozen=True)
+class GradientJob:
+    """One value-and-gradient evaluation: the objective of ``genes`` (under ``curve`` and ``scheme``) on
+    draws ``draws`` of ``split``, against the unpatched model on the same samples (see
+    ``scoring._gradient``). ``per_position`` is the whole minibatch's sample count per gold position, so
+    that a share of its draws (one Ray worker's) returns its part of the same sum."""
+
+    split: str
+    draws: tuple[int, ...]
+    genes: tuple[float, ...]
+    curve: dict
+    scheme: dict
+    weights: dict
+    per_position: int
+
+    def shares(self, n: int) -> list["GradientJob"]:
+        """The job cut into at most ``n`` jobs over consecutive blocks of its draws."""
+        blocks = [list(b) for b in np.array_split(np.array(self.draws, dtype=int), min(n, len(self.draws)))]
+        return [replace(self, draws=tuple(int(d) for d in b)) for b in blocks]
+
+
 class Evaluator:
     def __init__(self, tokenizer, tasks: Mapping[str, Task], *, split: str, trained_context: int,
                  batch_size: int = 4, scoring: str = "teacher_forced", share_prefix: bool = True,
                  allow_beyond_trained: bool = False, progress: bool = True):
         if batch_size < 1:
             raise LpesError(f"batch_size must be >= 1, got {batch_size}")
-        self.tokenizer, self.tasks = tokenizer, dict(tasks)
+        self.tokenizer, self.tasks, self.split = tokenizer, dict(tasks), split
         self.scorer = SCORERS.get(scoring)
         self.batch_size = batch_size
         self.share_prefix = share_prefix
@@ -55,6 +78,13 @@ class Evaluator:
         rest.encoded = {name: kept for name, items in self.encoded.items()
                         if (kept := [e for e in items if e.sample.context not in scored.get(name, ())])}
         return rest
+
+    def with_draws(self, draws: Sequence[int]) -> "Evaluator":
+        """The same evaluator over other draws of its split (a gradient minibatch)."""
+        out = copy.copy(self)
+        out.tasks = {name: task.with_draws(draws) for name, task in self.tasks.items()}
+        out.encoded = {name: task.encode(self.split, self.tokenizer) for name, task in out.tasks.items()}
+        return out
 
     def rows(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
              desc: str = "eval") -> dict[str, list[ScoreRow]]:
@@ -106,6 +136,7 @@ class Scorer:
         tokenizer = next(iter(evaluators.values())).tokenizer
         self.model, _, self.info = loaded or load_model(cfg.model, tokenizer)
         self._schemes: dict[str, object] = {}
+        self._curves: dict[str, object] = {}
 
     def model_info(self):
         return self.info
@@ -119,6 +150,34 @@ class Scorer:
         if key not in self._schemes:
             self._schemes[key] = build_scheme(cfg)
         return self._schemes[key]
+
+    def curve(self, cfg: dict):
+        from ..curves import build_curve
+
+        key = repr(sorted(cfg.items()))
+        if key not in self._curves:
+            self._curves[key] = build_curve(cfg, self.info.n_layers)
+        return self._curves[key]
+
+    def gradient(self, job: GradientJob):
+        """The unpatched rows of the job's samples, then the objective and its gradient against them."""
+        from ..fitness import FitnessWeights
+        from ..scoring._gradient import GradientResult, sample_coefficients, value_and_gradient
+
+        start = time.perf_counter()
+        evaluator = self.evaluators[job.split].with_draws(job.draws)
+        evaluator.encoded = {n: e for n, e in evaluator.encoded.items() if evaluator.tasks[n].metric != "perplexity"}
+        baseline = evaluator.rows(self.model, desc="minibatch")
+        middle = time.perf_counter()
+        weights = FitnessWeights(**job.weights)
+        coefficients = {task: sample_coefficients({str(r.position) for r in rows}, evaluator.tasks[task].weight,
+                                                  weights, job.per_position) for task, rows in baseline.items()}
+        value, gradient, rows = value_and_gradient(
+            self.model, evaluator.encoded, baseline, coefficients, job.genes, self.curve(job.curve),
+            self.scheme(job.scheme), batch_size=evaluator.batch_size, pad_id=evaluator.tokenizer.pad_token_id,
+            share_prefix=evaluator.share_prefix)
+        return GradientResult(value=value, gradient=gradient.tolist(), rows=rows, baseline=baseline,
+                              seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle})
 
     def rows(self, split: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
         """Per-sample rows of one job, and the seconds it took here."""
@@ -134,6 +193,10 @@ class Executor:
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
         """(per-sample rows by task, seconds) of each job, in job order."""
+        raise NotImplementedError
+
+    def gradient(self, job: GradientJob):
+        """The ``scoring._gradient.GradientResult`` of one value-and-gradient job."""
         raise NotImplementedError
 
     def close(self) -> None:

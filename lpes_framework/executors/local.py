@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from ..registries import EXECUTORS
-from .base import Executor, Job, Rows, Scorer
+from .base import Executor, GradientJob, Job, Rows, Scorer
 
 
 @EXECUTORS.plugin
@@ -19,3 +19,6 @@ class LocalExecutor(Executor):
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
         for split, factors, scheme in jobs:
             yield self.scorer.rows(split, factors, scheme, desc=desc)
+
+    def gradient(self, job: GradientJob):
+        return self.scorer.gradient(job)

@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 
 from ..errors import LpesError
 from ..registries import EXECUTORS
-from .base import Executor, Job, Rows, Scorer
+from .base import Executor, GradientJob, Job, Rows, Scorer
 
 
 def _package_root() -> str:
@@ -57,15 +57,24 @@ class RayExecutor(Executor):
         raise LpesError("every Ray worker died while loading the model; see the Ray logs")
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
+        return self._map("rows", [(split, factors, scheme, desc) for split, factors, scheme in jobs])
+
+    def gradient(self, job: GradientJob):
+        """Each worker takes a share of the minibatch's contexts; their sums add up to the whole job's."""
+        from ..scoring._gradient import GradientResult
+
+        return GradientResult.combine(list(self._map("gradient", [(share,) for share in job.shares(len(self.actors))])))
+
+    def _map(self, method: str, calls: list[tuple]) -> Iterator:
+        """``actor.<method>(*args)`` of each call on idle workers, answers yielded in call order."""
         ray = self.ray
-        queue, done, in_flight = deque(range(len(jobs))), {}, {}
+        queue, done, in_flight = deque(range(len(calls))), {}, {}
         idle = list(self.actors)
         next_out = 0
-        while next_out < len(jobs):
+        while next_out < len(calls):
             while queue and idle:
                 actor, index = idle.pop(), queue.popleft()
-                split, factors, scheme = jobs[index]
-                in_flight[actor.rows.remote(split, factors, scheme, desc)] = (actor, index)
+                in_flight[getattr(actor, method).remote(*calls[index])] = (actor, index)
             if not in_flight:
                 raise LpesError("all Ray workers are gone; finished evaluations are saved: rerun with resume=true")
             ready, _ = ray.wait(list(in_flight), num_returns=1)

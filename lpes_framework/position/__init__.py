@@ -1,11 +1,12 @@
 """Position schemes (pure maths) and the per-layer patch that applies them to a model."""
 
-from .patch import LayerScaling, PatchHandle, apply_layer_scaling, rope_layout, rotary_tables, validate_factors
+from .patch import (LayerScaling, PatchHandle, TracedScaling, apply_layer_scaling, rope_layout, rotary_tables,
+                    validate_factors)
 from ..registries import SCHEMES
-from .schemes import RopeSpec, Scheme, build_scheme, is_identity, wavelength_ramp
+from .schemes import RopeSpec, Scheme, build_scheme, is_identity, require_gradient, wavelength_ramp
 from .schemes.ntk import ntk_alpha
 
 __all__ = [
-    "SCHEMES", "LayerScaling", "PatchHandle", "RopeSpec", "Scheme", "apply_layer_scaling", "build_scheme", "is_identity",
-    "ntk_alpha", "rope_layout", "rotary_tables", "validate_factors", "wavelength_ramp",
+    "SCHEMES", "LayerScaling", "PatchHandle", "RopeSpec", "Scheme", "TracedScaling", "apply_layer_scaling",
+    "build_scheme", "is_identity", "ntk_alpha", "require_gradient", "rope_layout", "rotary_tables", "validate_factors", "wavelength_ramp",
 ]

@@ -121,9 +121,8 @@ class LayerScaling(PatchHandle):
         self._handles = [
             decoder.register_forward_pre_hook(self._reset),
             decoder.register_forward_hook(self._reset_after),
+            *layer_hooks(layers, self._table),
         ]
-        for idx, layer in enumerate(layers):
-            self._handles.append(layer.register_forward_pre_hook(self._layer_hook(idx), with_kwargs=True))
 
     def _reset(self, module, args):
         self._tables.clear()
@@ -132,20 +131,6 @@ class LayerScaling(PatchHandle):
 
     def _reset_after(self, module, args, output):
         self._reset(module, args)  # free the tables between forwards
-
-    def _layer_hook(self, idx: int):
-        def hook(module, args, kwargs):
-            position_ids = kwargs.get("position_ids")
-            own = kwargs.get("position_embeddings")
-            if position_ids is None or own is None:
-                raise LpesError(f"decoder layer {idx} was called without position_ids/position_embeddings keywords")
-            table = self._table(idx, position_ids, own)
-            if table is None:
-                return None
-            kwargs["position_embeddings"] = table
-            return args, kwargs
-
-        return hook
 
     def _table(self, idx: int, position_ids: torch.Tensor, own: tuple[torch.Tensor, torch.Tensor]):
         spec, factor = self._specs[idx], self.factors[idx]
@@ -196,6 +181,44 @@ class LayerScaling(PatchHandle):
         super().remove()
         self._tables.clear()
         self._freqs.clear()
+
+
+def layer_hooks(layers, table) -> list:
+    """Pre-hooks that give decoder layer ``idx`` the cos/sin ``table(idx, position_ids, own tables)``
+    (None keeps the model's own)."""
+    def hook_for(idx: int):
+        def hook(module, args, kwargs):
+            position_ids = kwargs.get("position_ids")
+            own = kwargs.get("position_embeddings")
+            if position_ids is None or own is None:
+                raise LpesError(f"decoder layer {idx} was called without position_ids/position_embeddings keywords")
+            swapped = table(idx, position_ids, own)
+            if swapped is None:
+                return None
+            kwargs["position_embeddings"] = swapped
+            return args, kwargs
+
+        return hook
+
+    return [layer.register_forward_pre_hook(hook_for(idx), with_kwargs=True) for idx, layer in enumerate(layers)]
+
+
+class TracedScaling(PatchHandle):
+    """Layer factors as a tensor that carries a gradient (the gradient optimizer's patch): every forward
+    builds each layer's cos/sin from ``factors[l]`` with autograd on, nothing cached across forwards
+    (each backward frees the graph). Values equal ``LayerScaling``'s for the same factors: the schemes
+    compute the same tables for a traced factor as for the float it holds."""
+
+    def __init__(self, model, factors: torch.Tensor, scheme: Scheme):
+        decoder, layers, self._specs = rope_layout(model)
+        if tuple(factors.shape) != (len(layers),):
+            raise LpesError(f"got {tuple(factors.shape)} factors for a model with {len(layers)} decoder layers")
+        self.factors, self.scheme = factors, scheme
+        self._handles = layer_hooks(layers, self._table)
+
+    def _table(self, idx: int, position_ids: torch.Tensor, own):
+        inv_freq, scaling = self.scheme(self._specs[idx], self.factors[idx], int(position_ids.max()) + 1)
+        return rotary_tables(position_ids, inv_freq, scaling, own[0].dtype)
 
 
 def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype):

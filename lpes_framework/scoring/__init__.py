@@ -92,22 +92,27 @@ def group_samples(items: Sequence[Encoded], share_prefix: bool, key) -> tuple[li
     return [g for g in groups if len(g[1]) > 1], alone
 
 
-def answer_rows(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: list[int]) -> list[ScoreRow]:
-    """Score rows of a batch: row r's answer is the ``span`` tokens of ``ids`` ending at column ``ends[r]``
-    (exclusive); ``logits`` hold the last ``logits.shape[1]`` columns."""
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
+def answer_scores(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: list[int]):
+    """(gold token log-probs, greedy hits) of each row of a batch: row r's answer is the ``span`` tokens of
+    ``ids`` ending at column ``ends[r]`` (exclusive); ``logits`` hold the last ``logits.shape[1]`` columns.
+    The log-probs carry the logits' gradient, if any."""
+    # half precision is raised to float32; a float64 model keeps float64 (the gradient tests' precision)
+    logprobs = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
     offset = ids.shape[1] - logits.shape[1]  # column of logits[:, 0]
-    rows = []
+    out = []
     for row, (b, end) in enumerate(zip(batch, ends)):
         span = len(b.ids) - b.answer_start
         lp = logprobs[row, end - span - 1 - offset: end - 1 - offset]
         gold = ids[row, end - span: end]
-        token_lp = lp.gather(-1, gold[:, None]).squeeze(-1)
-        hits = lp.argmax(-1) == gold
-        rows.append(ScoreRow(position=b.sample.position, logprob=float(token_lp.mean()), exact=bool(hits.all()),
-                             first=bool(hits[0]), first_logprob=float(token_lp[0]), tokens=span,
-                             token_logprobs=tuple(token_lp.tolist()), context=b.sample.context))
-    return rows
+        out.append((lp.gather(-1, gold[:, None]).squeeze(-1), lp.argmax(-1) == gold))
+    return out
+
+
+def score_row(item: Encoded, token_lp: torch.Tensor, hits: torch.Tensor) -> ScoreRow:
+    token_lp = token_lp.detach()
+    return ScoreRow(position=item.sample.position, logprob=float(token_lp.mean()), exact=bool(hits.all()),
+                    first=bool(hits[0]), first_logprob=float(token_lp[0]), tokens=len(token_lp),
+                    token_logprobs=tuple(token_lp.tolist()), context=item.sample.context)
 
 
 def prefix_cache(model, ids: list[int]):
@@ -136,6 +141,10 @@ def suffix_inputs(items: list[Encoded], length: int, pad_id: int, device):
 
 
 def expanded(cache, n: int):
-    out = copy.deepcopy(cache)
+    """The cache repeated ``n`` times along the batch, the original untouched. Layers are copied shallowly
+    and their tensors replaced by the repeat (a deep copy would also fail on a cache that carries a
+    gradient: non-leaf tensors cannot be deep-copied)."""
+    out = copy.copy(cache)
+    out.layers = [copy.copy(layer) for layer in cache.layers]
     out.batch_repeat_interleave(n)
     return out

@@ -10,7 +10,34 @@ import torch
 from ..registries import SCORERS
 from ..results import ScoreRow
 from ..tasks.base import Encoded
-from . import answer_rows, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, suffix_inputs
+from . import answer_scores, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, score_row, suffix_inputs
+
+
+def answer_units(model, items: Sequence[Encoded], *, batch_size: int, pad_id: int, share_prefix: bool):
+    """Per unit of work (a batch of prompts sharing nothing, or every sample of one shared prefix):
+    ``[(index in items, gold token log-probs, greedy hits), ...]``. Runs under whatever grad mode the
+    caller set: the gradient job backpropagates each unit before asking for the next, so at most one
+    context's graph is alive."""
+    groups, alone = group_samples(items, share_prefix, key=lambda i: len(items[i].ids))
+    for idx in chunks(alone, batch_size):
+        batch = [items[i] for i in idx]
+        ids, mask, pos = left_pad([b.ids for b in batch], pad_id, device_of(model))
+        keep = max(len(b.ids) - b.answer_start for b in batch) + 1
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
+                       use_cache=False).logits
+        yield [(i, *scored) for i, scored in zip(idx, answer_scores(logits, ids, batch, [ids.shape[1]] * len(batch)))]
+    for length, members in groups:
+        cache = prefix_cache(model, items[members[0]].ids[:length])
+        unit = []
+        for idx in chunks(members, batch_size):
+            batch = [items[i] for i in idx]
+            ids, mask, pos, ends = suffix_inputs(batch, length, pad_id, device_of(model))
+            # logits from the earliest column any row needs (its last prompt token) to the end
+            keep = ids.shape[1] - min(e - (len(b.ids) - b.answer_start) - 1 for b, e in zip(batch, ends))
+            logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
+                           cache=expanded(cache, len(idx)), use_cache=True).logits
+            unit += [(i, *scored) for i, scored in zip(idx, answer_scores(logits, ids, batch, ends))]
+        yield unit
 
 
 @SCORERS.plugin
@@ -19,28 +46,9 @@ def score_teacher_forced(model, items: Sequence[Encoded], *, batch_size: int = 4
                          share_prefix: bool = True, progress: Callable[[int], None] | None = None,
                          **_) -> list[ScoreRow]:
     rows: list[ScoreRow | None] = [None] * len(items)
-    groups, alone = group_samples(items, share_prefix, key=lambda i: len(items[i].ids))
-    for idx in chunks(alone, batch_size):
-        batch = [items[i] for i in idx]
-        ids, mask, pos = left_pad([b.ids for b in batch], pad_id, device_of(model))
-        keep = max(len(b.ids) - b.answer_start for b in batch) + 1
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
-                       use_cache=False).logits
-        for i, row in zip(idx, answer_rows(logits, ids, batch, [ids.shape[1]] * len(batch))):
-            rows[i] = row
+    for unit in answer_units(model, items, batch_size=batch_size, pad_id=pad_id, share_prefix=share_prefix):
+        for i, token_lp, hits in unit:
+            rows[i] = score_row(items[i], token_lp, hits)
         if progress:
-            progress(len(batch))
-    for length, members in groups:
-        cache = prefix_cache(model, items[members[0]].ids[:length])
-        for idx in chunks(members, batch_size):
-            batch = [items[i] for i in idx]
-            ids, mask, pos, ends = suffix_inputs(batch, length, pad_id, device_of(model))
-            # logits from the earliest column any row needs (its last prompt token) to the end
-            keep = ids.shape[1] - min(e - (len(b.ids) - b.answer_start) - 1 for b, e in zip(batch, ends))
-            logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
-                           cache=expanded(cache, len(idx)), use_cache=True).logits
-            for i, row in zip(idx, answer_rows(logits, ids, batch, ends)):
-                rows[i] = row
-            if progress:
-                progress(len(batch))
+            progress(len(unit))
     return rows  # type: ignore[return-value]

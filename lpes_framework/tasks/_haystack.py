@@ -63,7 +63,7 @@ class _Haystack(Task):
     def samples(self, split: str, tokenizer=None) -> list[Sample]:
         units = self._filler_units(tokenizer)
         out = []
-        for j in range(self.samples_per_position):
+        for j in self.draws():
             rng = rng_for(self.seed, split, j)
             if self.layout == "queries":
                 needles = self._draw_labelled(rng, len(self.depths))

@@ -11,6 +11,7 @@ compared on the same material: each draw builds one context and asks about every
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -86,6 +87,30 @@ class Task:
 
     def samples(self, split: str, tokenizer) -> list[Sample]:
         raise NotImplementedError
+
+    def draws(self) -> Sequence[int]:
+        """The draws (contexts) the samples come from: the first ``samples_per_position`` of a split, or
+        the ones a copy was made for (``with_draws``: the gradient optimizer's fresh minibatches)."""
+        return getattr(self, "_chosen_draws", None) or range(self.samples_per_position)
+
+    def with_draws(self, draws: Sequence[int]) -> "Task":
+        """The same task over other draws of each split (the evaluation cache key does not change:
+        minibatch scores are never cached)."""
+        out = copy.copy(self)
+        out._chosen_draws = list(draws)
+        return out
+
+    def drawn(self, records: Sequence, split: str) -> list[tuple[int, object]]:
+        """(draw, record) of a split's records: up to ``samples_per_position`` of them, or the chosen
+        draws of a copy (``with_draws``), which must all exist."""
+        chosen = getattr(self, "_chosen_draws", None)
+        if chosen is None:
+            return list(enumerate(records[: self.samples_per_position]))
+        if chosen and max(chosen) >= len(records):
+            raise LpesError(f"{self.name}: the {split} split holds {len(records)} records, too few for draw "
+                            f"{max(chosen)}; the gradient optimizer draws fresh minibatches beyond the "
+                            f"{self.samples_per_position} scored each evaluation: use a generated task or a larger file")
+        return [(j, records[j]) for j in chosen]
 
     def matches(self, text: str, answers: Sequence[str]) -> bool:
         """Generation metric (``scoring=generate``): does the generated text answer the question."""

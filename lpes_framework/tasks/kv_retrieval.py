@@ -77,10 +77,9 @@ class KVRetrieval(Task):
     def _draws(self, split: str):
         """(draw index, pairs, index of the gold pair): from the file's records, or generated."""
         if self._records is not None:
-            yield from ((j, pairs, gold) for j, (pairs, gold) in
-                        enumerate(split_records(self._records, split)[: self.samples_per_position]))
+            yield from ((j, pairs, gold) for j, (pairs, gold) in self.drawn(split_records(self._records, split), split))
             return
-        for j in range(self.samples_per_position):
+        for j in self.draws():
             rng = rng_for(self.seed, split, j)
             yield j, [(random_key(rng, self.key_kind, self.hex_len), random_key(rng, self.key_kind, self.hex_len))
                       for _ in range(self.pairs)], 0

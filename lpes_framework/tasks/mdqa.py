@@ -43,9 +43,8 @@ class MultiDocQA(Task):
         return super().describe() | {"file_stamp": file_stamp(self.path)}
 
     def samples(self, split: str, tokenizer=None) -> list[Sample]:
-        records = split_records(self._records, split)[: self.samples_per_position]
         out = []
-        for j, rec in enumerate(records):
+        for j, rec in self.drawn(split_records(self._records, split), split):
             ctxs = rec["ctxs"]
             gold_idx = next((i for i, c in enumerate(ctxs) if c.get("isgold")), 0)
             gold, others = ctxs[gold_idx], (ctxs[:gold_idx] + ctxs[gold_idx + 1:])[: self.documents - 1]

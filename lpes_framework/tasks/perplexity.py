@@ -53,4 +53,4 @@ class Perplexity(Task):
             raise LpesError(f"perplexity: text gives {len(windows)} {split} windows of {n} tokens, "
                             f"fewer than the {self.samples_per_position} asked for")
         return [Encoded(ids=w, answer_start=1, sample=Sample(prompt="", answer="", position=WHOLE_TEXT, context=j))
-                for j, w in enumerate(windows[: self.samples_per_position])]
+                for j, w in self.drawn(windows, split)]

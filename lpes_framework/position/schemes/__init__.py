@@ -15,6 +15,12 @@ local order; scaling them is what wrecks small models), dimensions at or above `
 take the full factor, and the ones between follow a linear ramp (YaRN's "by parts" idea, in tokens).
 Without ``wavelength_high`` the ramp is a step at ``wavelength_low``. A factor of exactly 1 returns the
 model's frequencies unchanged, so an all-ones schedule is bit-identical to the unpatched model.
+
+Factors may be floats or 0-d tensors that carry a gradient (the gradient optimizer's layer factors).
+Both go through the same torch operations in float64 (``as_factor``), so a tensor gives bit-identical
+tables to the float it holds, and the frequencies are differentiable in the factor. Where a scheme
+returns the model's own frequencies at factor 1, a traced factor keeps the value and takes the
+formula's gradient (``straight_through``): the identity schedule's gradient is the real one.
 """
 
 from __future__ import annotations
@@ -65,10 +71,32 @@ def scaled(spec: RopeSpec, per_dim: torch.Tensor, low: float | None, high: float
     return spec.inv_freq / (1 + (per_dim - 1) * ramp)
 
 
-def check_factor(factor: float, what: str = "scaling factor") -> None:
+def check_factor(factor, what: str = "scaling factor") -> None:
     """The one rule for a factor, wherever it comes from (a scheme option, a schedule, a file)."""
-    if not math.isfinite(factor) or factor <= 0:
-        raise LpesError(f"{what} is {factor}; factors must be finite and > 0")
+    value = float(factor.detach()) if isinstance(factor, torch.Tensor) else float(factor)
+    if not math.isfinite(value) or value <= 0:
+        raise LpesError(f"{what} is {value}; factors must be finite and > 0")
+
+
+def as_factor(factor) -> torch.Tensor:
+    """A factor as a float64 0-d tensor; a tensor keeps its graph (float64: what a Python float holds)."""
+    return factor.to(torch.float64) if isinstance(factor, torch.Tensor) else torch.tensor(float(factor), dtype=torch.float64)
+
+
+def traced(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.requires_grad
+
+
+def is_one(total: torch.Tensor) -> bool:
+    """Exactly 1 and not traced: the scheme may hand back the model's own frequencies as they are."""
+    return not traced(total) and total.item() == 1.0
+
+
+def straight_through(exact, formula):
+    """``exact``'s value with ``formula``'s gradient (``formula`` equals ``exact`` up to round-off)."""
+    if not traced(formula):
+        return exact
+    return exact + (formula - formula.detach())
 
 
 def build_scheme(cfg) -> Scheme:
@@ -89,8 +117,25 @@ def build_scheme(cfg) -> Scheme:
         # Options such as a global factor make factor 1 a real change; only the dry run can tell.
         inv_freq, scaling = scheme(toy, 1.0, 8)
         scheme.identity_at_one = torch.equal(inv_freq, toy.inv_freq) and scaling == toy.attention_scaling
+        scheme.differentiable = _differentiable(scheme, toy)
     scheme.config = dict(cfg)  # what a saved model records to rebuild it
     return scheme
+
+
+def _differentiable(scheme, toy: RopeSpec) -> bool:
+    """Whether the scheme's frequencies carry a gradient w.r.t. a traced factor (a plugin function that
+    turns the factor into a float does not)."""
+    factor = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    inv_freq, _ = scheme(toy, factor, 8)
+    return traced(inv_freq)
+
+
+def require_gradient(scheme) -> None:
+    """One line, before any weights load, for a scheme the gradient optimizer cannot drive."""
+    if not getattr(scheme, "differentiable", False):
+        name = getattr(scheme, "config", {}).get("name", type(scheme).__name__)
+        raise LpesError(f"pos={name} computes its tables without a gradient w.r.t. the layer factor; "
+                        "optimizer=gradient needs a differentiable scheme (rope, pi, ntk, yarn): use optimizer=ga")
 
 
 def is_identity(scheme, factors) -> bool:

@@ -5,18 +5,19 @@ from __future__ import annotations
 import torch
 
 from ...registries import SCHEMES
-from . import RopeSpec, check_factor, scaled
+from . import RopeSpec, as_factor, check_factor, is_one, scaled
 
 
-def ntk_alpha(factor: float, seq_len: int, max_position: int) -> float:
+def ntk_alpha(factor, seq_len: int, max_position: int) -> torch.Tensor:
     """Per-layer NTK scale: the layer factor inside the trained window, the dynamic rule beyond it.
 
     Transformers' dynamic NTK uses ``factor * L / L_train - (factor - 1)`` once ``L > L_train`` and does
     nothing inside the window. Here the layer factor acts everywhere; the dynamic term takes over once
     it exceeds the factor, so the scale is continuous in L and equals the reference rule far out.
     """
+    factor = as_factor(factor)
     dynamic = factor * seq_len / max_position - (factor - 1)
-    return max(factor, dynamic)
+    return torch.maximum(factor, dynamic)
 
 
 @SCHEMES.plugin
@@ -28,9 +29,9 @@ def ntk(spec: RopeSpec, factor: float, seq_len: int, *, wavelength_low=None, wav
     """
     check_factor(factor)
     alpha = ntk_alpha(factor, seq_len, spec.max_position)
-    if alpha == 1.0:
+    if is_one(alpha):
         return spec.inv_freq, spec.attention_scaling
     half = spec.inv_freq.numel()
     exponent = torch.arange(half, dtype=torch.float32) * 2 / max(2 * half - 2, 1)
-    per_dim = torch.tensor(alpha, dtype=torch.float64).pow(exponent.double()).float()
+    per_dim = alpha.pow(exponent.double()).float()
     return scaled(spec, per_dim, wavelength_low, wavelength_high), spec.attention_scaling

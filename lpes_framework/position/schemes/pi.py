@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import torch
-
 from ...registries import SCHEMES
-from . import RopeSpec, check_factor, scaled
+from . import RopeSpec, as_factor, check_factor, is_one, scaled
 
 
 @SCHEMES.plugin
@@ -13,8 +11,8 @@ def pi(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, wavele
     """Position interpolation: positions / (global_factor * layer factor). global_factor extends the context."""
     check_factor(factor)
     check_factor(global_factor)
-    total = global_factor * factor
-    if total == 1.0:
+    total = as_factor(global_factor) * as_factor(factor)
+    if is_one(total):
         return spec.inv_freq, spec.attention_scaling
-    per_dim = torch.full_like(spec.inv_freq, total)
+    per_dim = total.to(spec.inv_freq.dtype).expand_as(spec.inv_freq)
     return scaled(spec, per_dim, wavelength_low, wavelength_high), spec.attention_scaling

@@ -8,12 +8,20 @@ import torch
 
 from ...errors import LpesError
 from ...registries import SCHEMES
-from . import RopeSpec, check_factor
+from . import RopeSpec, as_factor, check_factor, straight_through, traced
 
 
 def yarn_mscale(scale: float) -> float:
     """YaRN's cos/sin multiplier for a total interpolation factor (1 when nothing is interpolated)."""
     return 0.1 * math.log(scale) + 1.0 if scale > 1 else 1.0
+
+
+def _mscale(total: torch.Tensor):
+    """``yarn_mscale`` as transformers computes it (``math.log``), with torch's gradient when traced."""
+    value = yarn_mscale(total.item())
+    if not traced(total) or total.item() <= 1:  # constant 1 below: no gradient to carry
+        return value
+    return straight_through(value, 0.1 * torch.log(total) + 1.0)
 
 
 def yarn_ramp(spec: RopeSpec, beta_fast: float, beta_slow: float, truncate: bool = True) -> torch.Tensor:
@@ -50,13 +58,15 @@ def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta
         raise LpesError(f"yarn needs 0 < beta_slow < beta_fast, got {beta_slow}, {beta_fast}")
     check_factor(factor)
     check_factor(global_factor)
-    total = global_factor * factor
-    if total == 1.0 and attention_factor is None:
-        return spec.inv_freq, spec.attention_scaling
+    total = as_factor(global_factor) * as_factor(factor)
     dim = 2 * spec.inv_freq.numel()
     pos_freqs = spec.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim)
-    extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (total * pos_freqs)
+    extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (total.to(pos_freqs.dtype) * pos_freqs)
     keep = 1 - yarn_ramp(spec, beta_fast, beta_slow, truncate)
     inv_freq = interpolation * (1 - keep) + extrapolation * keep
-    scale = yarn_mscale(total) if attention_factor is None else float(attention_factor)
+    if total.item() == 1.0 and attention_factor is None:
+        # the model's own frequencies (a llama3-type model's are not rope_theta's), with the gradient of
+        # the blend where the factor is traced
+        return straight_through(spec.inv_freq, inv_freq), spec.attention_scaling
+    scale = _mscale(total) if attention_factor is None else float(attention_factor)
     return inv_freq, spec.attention_scaling * scale

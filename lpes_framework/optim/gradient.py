@@ -1,0 +1,165 @@
+"""Gradient ascent on the genes: Adam in log space, projected onto the curve's bounds.
+
+Unlike the ask/tell optimizers, this one needs gradients: each step asks the executor for the objective
+of the current genes on a fresh minibatch of search-split contexts and its gradient (``GradientJob``,
+``scoring._gradient``). Minibatch draws start after the draws of the fixed search split and never
+repeat, so the search does not overfit a fixed set of haystacks. The genes are ``exp(x)``: Adam moves
+``x``, which makes a step a relative change of a factor, and a projection clamps ``x`` to
+``[log low, log high]``. Every ``eval_every`` steps (and after the last) the current genes are scored on
+the fixed search split without gradients like any GA candidate: those scores are the ``history`` that
+validation, the report and ``status`` read, and what progress is judged on (the minibatch objective
+swings with the haystacks drawn).
+
+``restarts`` > 1 runs Adam again from the start point perturbed by ``restart_sigma`` (log space), with
+fresh Adam moments; the data cursor runs on. Everything that decides the next step is in
+``state_dict`` (genes, moments, step, restart, cursor, generator), so a killed run resumes exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import LpesError
+from ..fitness import Outcome
+from ..registries import OPTIMIZERS
+from .base import Optimizer, genome_key
+
+
+def start_genes(start, curve) -> np.ndarray:
+    """The genome a gradient search starts from: a number (that factor in every layer; 1 is the unpatched
+    model), or a factors file or shipped preset name (its genome where it was searched in the same curve
+    space, else the curve's least-squares fit of its factors)."""
+    if isinstance(start, (int, float)) and not isinstance(start, bool):
+        return curve.uniform(float(start))
+    if not isinstance(start, str):
+        raise LpesError(f"gradient: start must be a factor (e.g. 1.0) or a factors file / preset name, got {start!r}")
+    from ..export import load_factors
+
+    record = load_factors(start)
+    factors = record["factors"]
+    if len(factors) != curve.n_layers:
+        raise LpesError(f"gradient: start {start} holds {len(factors)} factors, the model has {curve.n_layers} layers")
+    same_space = (record.get("curve") or {}).get("name") == curve.name and record.get("genome") is not None \
+        and len(record["genome"]) == curve.n_genes
+    return curve.repair(record["genome"]) if same_space else curve.fit(factors)
+
+
+def _positive(name: str, value, integer: bool = False):
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if not ok or (integer and int(value) != value):
+        kind = "a positive integer" if integer else "a positive finite number"
+        raise LpesError(f"gradient: {name} must be {kind}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+@OPTIMIZERS.plugin
+class GradientAscent(Optimizer):
+    needs_gradient = True
+
+    def __init__(self, curve, *, lr: float = 0.05, steps: int = 40, contexts_per_step: int = 2, eval_every: int = 10,
+                 restarts: int = 1, restart_sigma: float = 0.1, betas=(0.9, 0.999), eps: float = 1e-8,
+                 start=None, seed: int = 0):
+        self.steps = _positive("steps", steps, integer=True)
+        self.restarts = _positive("restarts", restarts, integer=True)
+        super().__init__(curve, generations=self.steps * self.restarts, seed=seed)
+        self.lr = _positive("lr", lr)
+        self.contexts_per_step = _positive("contexts_per_step", contexts_per_step, integer=True)
+        self.eval_every = _positive("eval_every", eval_every, integer=True)
+        self.restart_sigma = float(restart_sigma)
+        if not math.isfinite(self.restart_sigma) or self.restart_sigma < 0:
+            raise LpesError(f"gradient: restart_sigma must be >= 0, got {restart_sigma!r}")
+        self.betas = tuple(float(b) for b in betas)
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise LpesError(f"gradient: betas must be two numbers in [0, 1), got {list(betas)}")
+        self.eps = _positive("eps", eps)
+        self.start = 1.0 if start is None else start  # None (the YAML's null): the unpatched model
+        self.low, self.high = math.log(curve.low), math.log(curve.high)
+        self.restart = 0
+        self.step = 0  # steps taken in this restart
+        self.cursor = 0  # minibatch draws used so far (all restarts)
+        self.x = np.zeros(curve.n_genes)  # set by begin()
+        self.m = np.zeros(curve.n_genes)
+        self.v = np.zeros(curve.n_genes)
+
+    def begin(self, start_genes: np.ndarray) -> None:
+        """Place restart 0 at ``start_genes`` (resolved by the search from ``start``)."""
+        genes = np.asarray(start_genes, dtype=float)
+        if genes.shape != (self.curve.n_genes,) or not np.all(np.isfinite(genes)) or np.any(genes <= 0):
+            raise LpesError(f"gradient: the start needs {self.curve.n_genes} finite positive genes, got {genes.tolist()}")
+        outside = (genes < self.curve.low - 1e-12) | (genes > self.curve.high + 1e-12)
+        if outside.any():
+            raise LpesError(f"gradient: start genes {genes[outside].tolist()} lie outside the curve bounds "
+                            f"[{self.curve.low}, {self.curve.high}]; widen curve.low / curve.high")
+        self.origin = np.log(genes)
+        self._place(self.origin)
+
+    def _place(self, x: np.ndarray) -> None:
+        self.x = np.clip(x, self.low, self.high)
+        self.m = np.zeros_like(self.x)
+        self.v = np.zeros_like(self.x)
+        self.step = 0
+
+    @property
+    def done(self) -> bool:
+        return self.restart >= self.restarts
+
+    def planned(self) -> int:
+        return self.restarts * (self.steps // self.eval_every + 1 + (self.steps % self.eval_every > 0))
+
+    def genes(self) -> np.ndarray:
+        return np.exp(self.x)
+
+    def scoring_due(self) -> bool:
+        """The current genes are to be scored on the fixed search split (every ``eval_every`` steps and at
+        the end of a restart)."""
+        return self.step % self.eval_every == 0 or self.step == self.steps
+
+    @property
+    def restart_over(self) -> bool:
+        return self.step >= self.steps
+
+    def next_draws(self, first: int) -> list[int]:
+        """The next minibatch's draws: ``contexts_per_step`` unseen ones from draw ``first`` on."""
+        start = first + self.cursor
+        return list(range(start, start + self.contexts_per_step))
+
+    def update(self, gradient) -> None:
+        """One Adam step up the objective, given d objective / d genes at ``genes()``."""
+        g = np.asarray(gradient, dtype=float)
+        if g.shape != self.x.shape or not np.all(np.isfinite(g)):
+            raise LpesError(f"gradient: got a non-finite or mis-shaped gradient {g.tolist()}")
+        g = g * self.genes()  # chain rule: genes = exp(x)
+        b1, b2 = self.betas
+        self.m = b1 * self.m + (1 - b1) * g
+        self.v = b2 * self.v + (1 - b2) * g * g
+        t = self.step + 1
+        m_hat, v_hat = self.m / (1 - b1 ** t), self.v / (1 - b2 ** t)
+        self.x = np.clip(self.x + self.lr * m_hat / (np.sqrt(v_hat) + self.eps), self.low, self.high)
+        self.step = t
+        self.cursor += self.contexts_per_step
+        self.generation += 1
+
+    def next_restart(self) -> None:
+        self.restart += 1
+        if not self.done:
+            self._place(self.origin + self.rng.normal(0.0, self.restart_sigma, self.origin.size))
+
+    def observe(self, genes, outcome: Outcome) -> None:
+        """A fixed-split score of ``genes`` (what validation picks from)."""
+        self.history[genome_key(genes)] = (list(map(float, genes)), outcome)
+
+    def ask(self):
+        raise LpesError("optimizer=gradient takes gradients, not ask/tell: the search drives it with GradientJobs")
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {
+            "restart": self.restart, "step": self.step, "cursor": self.cursor, "origin": self.origin.tolist(),
+            "x": self.x.tolist(), "m": self.m.tolist(), "v": self.v.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.restart, self.step, self.cursor = state["restart"], state["step"], state["cursor"]
+        self.origin = np.array(state["origin"])
+        self.x, self.m, self.v = (np.array(state[k]) for k in ("x", "m", "v"))
