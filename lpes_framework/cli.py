@@ -47,12 +47,29 @@ def one_line_errors(fn):
     return wrapper
 
 
+# whole-number settings of the commands (where present) and their least values: checked before any work,
+# since a 2.5 or a 0 here fails only at the first batch or after the whole search
+_COUNTS = {"batch_size": 1, "seed": 0, "threads": 1, "validation.top_k": 1, "validation.bootstrap_resamples": 1,
+           "bootstrap_resamples": 1}
+
+
+def whole(value, setting: str, least: int) -> int:
+    """``value`` as an int >= ``least``, or a one-line error naming the setting."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() or value < least:
+        raise LpesError(f"{setting} must be a whole number >= {least}, got {value!r}")
+    return int(value)
+
+
 def prepare(cfg) -> None:
-    """First step of every command: refuse required settings left unset (``???`` in the YAML), then
-    set torch's CPU threads."""
+    """First step of every command: refuse required settings left unset (``???`` in the YAML) and
+    counts that are not whole numbers, then set torch's CPU threads."""
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise LpesError(f"set {', '.join(missing)} (required, no default), e.g. {missing[0]}=...")
+    for setting, least in _COUNTS.items():
+        value = OmegaConf.select(cfg, setting)
+        if value is not None:
+            whole(value, setting, least)
     threads = cfg.get("threads")
     if threads:
         import torch

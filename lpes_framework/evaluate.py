@@ -32,7 +32,7 @@ from .export import is_preset, load_factors, write_json_atomic
 from .models import peek
 from .plots import plot_by_position
 from .position import build_scheme, validate_factors
-from .store import JsonLog, cache_key
+from .store import JsonLog, RunLock, cache_key
 
 
 def file_method_names(paths) -> dict[str, str]:
@@ -130,6 +130,11 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     methods = plan_methods(cfg, scheme_cfg, shape.n_layers)
     evaluators = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
     out_dir.mkdir(parents=True, exist_ok=True)
+    with RunLock(out_dir):
+        return _score_methods(cfg, out_dir, tasks, methods, evaluators)
+
+
+def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, evaluators: dict) -> dict:
     log = JsonLog(out_dir / "rows.jsonl")
     if log.exists() and not cfg.resume:
         raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")

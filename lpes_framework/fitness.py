@@ -22,6 +22,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .errors import LpesError
 from .jsonio import nulls_to_nan
 from .results import WHOLE_TEXT, Scores, ScoreRow, by_position, whole_text
 from .tasks import Task
@@ -45,6 +46,15 @@ class FitnessWeights:
     end_penalty: float = 2.0
     logprob_weight: float = 0.1
     invalid_fitness: float = -1000.0
+
+    def __post_init__(self):
+        """Checked when the config is read: a weight that is text or NaN would only surface (or silently
+        give every candidate ``invalid_fitness``) after the whole search."""
+        for name, value in vars(self).items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise LpesError(f"fitness.{name} must be a finite number, got {value!r}")
+            if name != "invalid_fitness" and value < 0:
+                raise LpesError(f"fitness.{name} must be >= 0, got {value}")
 
 
 def quality(stats, weights: FitnessWeights) -> float:

@@ -77,6 +77,16 @@ def plot_progress(best: Sequence[float], mean: Sequence[float], path: Path) -> P
     return _save(fig, ax, path)
 
 
+def plot_convergence(curves: Mapping[str, Sequence[tuple[float, float]]], path, title: str = "") -> Path:
+    """Best-so-far fitness against the cost spent, one line per search method."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, points in curves.items():
+        ax.step(*zip(*points), where="post", marker="o", markersize=3, label=name)
+    ax.set(xlabel="forward-equivalents spent (scorings of the search split)", ylabel="best search-split fitness",
+           title=title or "search efficiency")
+    return _save(fig, ax, Path(path))
+
+
 def plot_pareto(points: Sequence[tuple[float, float]], front: Sequence[tuple[float, float]], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     if points:

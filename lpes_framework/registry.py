@@ -15,6 +15,7 @@ import difflib
 import importlib
 import importlib.util
 import inspect
+import math
 import pkgutil
 from importlib import metadata
 from typing import Any, Callable, Generic, TypeVar
@@ -25,11 +26,14 @@ T = TypeVar("T")
 
 
 def _same_kind(default: Any, value: Any) -> bool:
-    """Whether ``value`` may stand where a numeric ``default`` does (a number, not text or a flag); other
-    defaults (None, text that may also be a flag, sequences) are left to the factory's own checks."""
+    """Whether ``value`` may stand where a numeric ``default`` does: a finite number, and a whole one
+    where the default is an integer (a population of 9.5 is a typo, not a request); other defaults
+    (None, text that may also be a flag, sequences) are left to the factory's own checks."""
     if isinstance(default, bool) or not isinstance(default, (int, float)) or value is None:
         return True
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    return not isinstance(default, int) or float(value).is_integer()
 
 
 def _resolve(ref: str) -> Any:
@@ -130,8 +134,9 @@ class Registry(Generic[T]):
         for key, value in options.items():
             param = signature.parameters.get(key)
             if param is not None and not _same_kind(param.default, value):
+                kind = "a whole number" if isinstance(param.default, int) else "a finite number"
                 raise LpesError(f"{self.kind} '{cfg['name']}': option {key}={value!r} must be "
-                                f"{type(param.default).__name__} like its default {param.default!r}")
+                                f"{kind} like its default {param.default!r}")
         return factory, options
 
     def build(self, cfg: Any, *args, **extra) -> Any:

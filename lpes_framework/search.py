@@ -4,13 +4,14 @@
 
 Everything is checked (scheme options, curve bounds, tasks, optimizer settings, gene counts) before
 the model loads. Candidates are scored by an executor (this process, or Ray workers); only this driver
-writes. Outputs land in the Hydra run directory: evaluations.jsonl, checkpoint.pkl,
+writes. Outputs land in the Hydra run directory: evaluations.jsonl, checkpoint.json,
 best_factors.json, factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ from .optim import build_optimizer
 from .optim.gradient import start_genes
 from .position import build_scheme, is_identity, require_gradient
 from .results import by_position
-from .store import RunStore, cache_key
+from .store import RunLock, RunStore, cache_key
 from .tasks import SPLITS, TASKS
 
 # Keys that may change between a run and its resume without changing any score.
@@ -49,6 +50,14 @@ def _fingerprint(data: dict, objectives: int) -> dict:
     return data
 
 
+def _differences(a, b, prefix: str = "") -> list[str]:
+    """Dotted names of the settings where two nested dicts differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b), key=str)
+                for d in _differences(a.get(k), b.get(k), f"{prefix}{k}.")]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
 class Search:
     def __init__(self, cfg: DictConfig, out_dir: Path):
         prepare(cfg)
@@ -61,8 +70,6 @@ class Search:
         self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
         self.gradient = getattr(self.optimizer, "needs_gradient", False)
-        if int(cfg.validation.top_k) < 1:
-            raise LpesError(f"validation.top_k must be >= 1, got {cfg.validation.top_k}")
         self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
         if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
             specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
@@ -80,6 +87,9 @@ class Search:
         # prompts are tokenised and measured against the model's window before any weights load
         self.evaluators = encode_splits(cfg, self.tasks, SPLITS)
         self.store = RunStore(self.out)
+        # held from before the "already holds a search" check to the end, so two runs started together
+        # in one folder cannot both pass it and interleave their records
+        self.lock = RunLock(self.out).acquire()
         self.executor = None  # started by setup()
         self.log: list[dict] = []
         self._restore_or_refuse(cfg.resume)
@@ -97,19 +107,32 @@ class Search:
         self.optimizer.begin(start_genes(self.optimizer.start, self.curve))
 
     def _restore_or_refuse(self, resume: bool) -> None:
+        if resume and not self.store.has_run():
+            raise LpesError(f"resume=true, but {self.out} holds no search to continue (no evaluations.jsonl): "
+                            "check hydra.run.dir, or drop resume=true to start one")
+        objectives = self.optimizer.objectives
+        spec = {"config": _fingerprint(plain(self.cfg), objectives), "model_as_read": asdict(self.shape)}
         if not resume:
             if self.store.has_run():
                 raise LpesError(f"{self.out} already holds a search; pass resume=true to continue it")
-            self.cache: dict[str, dict] = {}
+            # the run's settings come first, before any weights load or any score is written, so a resume
+            # is checked against them even when it was killed before its first checkpoint
+            self.store.evaluations.append({"key": "spec", "kind": "spec", "spec": spec})
+            self.cache: dict[str, dict] = {"spec": {"spec": spec}}
             return
         self.cache = self.store.evaluations.load()
         state = self.store.load_checkpoint()
+        recorded = self.cache.get("spec", {}).get("spec")  # runs of older versions have none: the checkpoint's
+        if recorded is None and state is not None:
+            recorded = {"config": state["fingerprint"], "model_as_read": spec["model_as_read"]}
+        if recorded is not None:
+            recorded = {**recorded, "config": _fingerprint(recorded["config"], objectives)}
+            differ = _differences(recorded, spec)
+            if differ:
+                raise LpesError(f"{self.out} holds a search with other settings ({', '.join(differ[:6])}"
+                                f"{', ...' if len(differ) > 6 else ''} differ); resume with the original overrides")
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
-        objectives = self.optimizer.objectives
-        if _fingerprint(state["fingerprint"], objectives) != _fingerprint(plain(self.cfg), objectives):
-            raise LpesError(f"{self.store.checkpoint} was written by a different configuration; "
-                            "resume with the original overrides")
         self.optimizer.load_state_dict(state["optimizer"])
         self.log = state["log"]
 
@@ -175,6 +198,10 @@ class Search:
             bar.set_postfix(best=f"{best.fitness:.4f}")
         bar.close()
 
+    def optimize(self, logger=None) -> None:
+        """The search proper: gradient steps or ask/tell generations, whichever the optimizer takes."""
+        (self.descend if self.gradient else self.loop)(logger)
+
     def _checkpoint(self) -> None:
         self.store.save_checkpoint({"fingerprint": _fingerprint(plain(self.cfg), self.optimizer.objectives),
                                     "log": self.log, "optimizer": self.optimizer.state_dict()})
@@ -233,13 +260,14 @@ class Search:
         logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
         try:
             self.setup()
-            (self.descend if self.gradient else self.loop)(logger)
+            self.optimize(logger)
             summary = self.finish()
             logger.log_summary({"best_fitness": summary["search"]["fitness"]})
         finally:
             logger.finish()
             if self.executor is not None:
                 self.executor.close()
+            self.lock.release()
         return summary
 
     def finish(self) -> dict:

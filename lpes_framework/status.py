@@ -62,7 +62,15 @@ def status(run_dir: Path) -> str:
     each = statistics.median(timed) if timed else baseline["seconds"]
     lines = [f"{run_dir}: {len(candidates)} candidates scored, {finished} of {generations} generations finished"
              + (f" (at most {planned} candidates planned)" if planned else "") + f", {each:.0f} s per candidate (median)"]
-    if finished < generations and planned and len(candidates) < planned:
+    steps = [r for r in records if r["kind"] == "step"]  # optimizer=gradient
+    if steps:
+        per_step = statistics.median(r["seconds"] for r in steps)
+        lines[0] = (f"{run_dir}: {len(steps)} of {generations} gradient steps, {per_step:.0f} s per step (median); "
+                    f"{len(candidates)} fixed-split scorings ({each:.0f} s each)")
+        if len(steps) < generations:
+            lines[0] += f"; about {(generations - len(steps)) * per_step / 60:.0f} min of steps left"
+        lines.append("minibatch objective, last steps: " + "  ".join(f"{r['objective']:+.3f}" for r in steps[-8:]))
+    elif finished < generations and planned and len(candidates) < planned:
         left = (planned - len(candidates)) * each / 60
         lines[0] += f"; about {left:.0f} min of scoring left, then validation and test"
     ranked = sorted(candidates, key=lambda r: r["outcome"]["fitness"], reverse=True)

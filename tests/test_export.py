@@ -54,7 +54,7 @@ def test_saved_patched_model_reloads_with_its_factors(tmp_path):
     ('{"schema": "lpes.factors", "version": 1, "factors": [1.0, 1.', "corrupted factors file"),
     ('{"hello": 1}', "not an lpes factors file"),
     ('{"schema": "lpes.factors", "version": 9, "factors": [1.0]}', "version 9 is not supported"),
-    ('{"schema": "lpes.factors", "version": 1, "factors": [1.0, -1.0], "scheme": {"name": "rope"}}', "finite and > 0"),
+    ('{"schema": "lpes.factors", "version": 1, "factors": [1.0, -1.0], "scheme": {"name": "rope"}}', "factors must be finite and in"),
     ('{"schema": "lpes.factors", "version": 1, "factors": [1.0], "scheme": "rope"}', "'scheme' must be an object"),
 ])
 def test_bad_factors_files(tmp_path, content, match):

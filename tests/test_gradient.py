@@ -190,7 +190,8 @@ def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
 
 @pytest.mark.parametrize("overrides, message", [
     (["optimizer.lr=-0.1"], "gradient: lr must be a positive finite number"),
-    (["optimizer.steps=2.5"], "gradient: steps must be a positive integer"),
+    (["optimizer.steps=2.5"], "option steps=2.5 must be a whole number"),
+    (["optimizer.steps=0"], "gradient: steps must be a positive integer"),
     (["optimizer.start=5.0"], "uniform factor 5.0 is outside the curve bounds"),
     (["optimizer.start=/nonexistent.json"], "factors file not found"),
     (["optimizer.betas=[0.9,1.0]"], "betas must be two numbers in [0, 1)"),

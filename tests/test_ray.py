@@ -11,7 +11,7 @@ RAY = ["executor=ray", "executor.workers=2", "executor.threads_per_worker=1"]
 
 
 def records(path):
-    return [(r["key"], r["kind"], r["generation"], r["scores"], r.get("outcome")) for r in read_jsonl(path)]
+    return [(r["key"], r["kind"], r.get("generation"), r.get("scores"), r.get("outcome")) for r in read_jsonl(path)]
 
 
 def test_ray_gives_the_records_of_local(tmp_path):

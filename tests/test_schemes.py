@@ -131,7 +131,7 @@ def test_yarn_layer_factor_multiplies_the_global_factor():
     ({"name": "ropee"}, "did you mean 'rope'"),
     ({"name": "rope", "wavelength_low": -3}, "wavelength_low"),
     ({"name": "rope", "wavelength_low": 300, "wavelength_high": 100}, "wavelength_low <= wavelength_high"),
-    ({"name": "pi", "global_factor": 0}, "finite and > 0"),
+    ({"name": "pi", "global_factor": 0}, "factors must be finite and in"),
     ({"name": "yarn", "beta_fast": 1, "beta_slow": 2}, "beta_slow < beta_fast"),
     ({"name": "ntk", "bogus": 1}, "unexpected keyword"),
 ])

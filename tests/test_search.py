@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TINY_SEARCH, TINY_TASK, read_jsonl, run_cli
 
-OUTPUTS = ["evaluations.jsonl", "checkpoint.pkl", "best_factors.json", "factors.png", "progress.png",
+OUTPUTS = ["evaluations.jsonl", "checkpoint.json", "best_factors.json", "factors.png", "progress.png",
            "by_position.png", "report.md"]
 
 
@@ -33,15 +33,16 @@ def test_search_writes_every_output(ga_run):
     assert tested[:1] == ["found"] and tested[1].startswith("uniform ") and tested[2:] == ["unpatched"]
     assert best["task"]["name"] == "kv_retrieval" and best["task"]["pairs"] == 6  # the regime to re-test in
     rows = read_jsonl(out / "evaluations.jsonl")
-    assert rows[0]["kind"] == "baseline"
+    assert [r["kind"] for r in rows[:2]] == ["spec", "baseline"]  # the run's settings first, before any score
+    assert rows[0]["spec"]["model_as_read"] == {"n_layers": 4, "trained_context": 2048}
     candidates = [r for r in rows if r["kind"] == "candidate"]
     assert len(candidates) == 5 + 4 + 4  # generation 0, then mutations + crossovers twice
     assert all({"genome", "factors", "scores", "outcome", "seconds"} <= r.keys() for r in candidates)
     assert len({r["key"] for r in rows}) == len(rows)  # no genome evaluated twice
     assert candidates[0]["factors"] == [1.0] * 4  # the identity seeds the population
     # ... and takes the unpatched baseline's scores instead of a second identical run
-    assert candidates[0]["same_as"] == rows[0]["key"] and candidates[0]["seconds"] == 0
-    assert candidates[0]["scores"] == rows[0]["scores"] and candidates[0]["outcome"]["fitness"] == 0
+    assert candidates[0]["same_as"] == rows[1]["key"] and candidates[0]["seconds"] == 0
+    assert candidates[0]["scores"] == rows[1]["scores"] and candidates[0]["outcome"]["fitness"] == 0
     assert all("same_as" not in r for r in candidates[1:])
     report = (out / "report.md").read_text()
     assert "Held-out test split" in report and "(chosen)" in report and "found - unpatched" in report
@@ -114,9 +115,9 @@ def test_sigkill_then_resume_repeats_and_loses_nothing(ga_run, tmp_path, executo
 
 def test_corrupted_checkpoint_is_a_one_line_error_and_keeps_evaluations(ga_run, tmp_path):
     reference, _ = ga_run
-    for name in ("evaluations.jsonl", "checkpoint.pkl"):
+    for name in ("evaluations.jsonl", "checkpoint.json"):
         (tmp_path / name).write_bytes((reference / name).read_bytes())
-    ckpt = tmp_path / "checkpoint.pkl"
+    ckpt = tmp_path / "checkpoint.json"
     ckpt.write_bytes(ckpt.read_bytes()[:50])
     before = (tmp_path / "evaluations.jsonl").read_bytes()
     proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true", check=False)
@@ -127,10 +128,33 @@ def test_corrupted_checkpoint_is_a_one_line_error_and_keeps_evaluations(ga_run, 
 
 def test_resume_with_different_config_is_refused(ga_run, tmp_path):
     reference, _ = ga_run
-    for name in ("evaluations.jsonl", "checkpoint.pkl"):
+    for name in ("evaluations.jsonl", "checkpoint.json"):
         (tmp_path / name).write_bytes((reference / name).read_bytes())
     proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true", "pos=ntk", check=False)
-    assert proc.returncode == 2 and "different configuration" in proc.stderr
+    assert proc.returncode == 2 and "holds a search with other settings (config.pos.name" in proc.stderr
+
+
+def test_a_kill_before_the_first_checkpoint_then_a_resume_with_another_model_is_refused(ga_run, tmp_path):
+    reference, _ = ga_run
+    lines = (reference / "evaluations.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "evaluations.jsonl").write_text("".join(lines[:4]))  # spec, baseline, two of generation 0
+    before = (tmp_path / "evaluations.jsonl").read_bytes()
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true",
+                   "model.random.num_hidden_layers=2", "fitness.end_penalty=1.0", check=False)
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "config.fitness.end_penalty" in line and "model_as_read.n_layers" in line, line
+    assert (tmp_path / "evaluations.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("bad", [b"{}\n", b"\xff\xfe not utf-8\n"], ids=["no-key", "not-utf8"])
+def test_a_damaged_evaluation_log_is_one_line_and_left_as_it_is(ga_run, tmp_path, bad):
+    reference, _ = ga_run
+    data = (reference / "evaluations.jsonl").read_bytes() + bad
+    (tmp_path / "evaluations.jsonl").write_bytes(data)
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true", check=False)
+    assert proc.returncode == 2 and "evaluations.jsonl: line" in proc.stderr.strip().splitlines()[-1]
+    assert (tmp_path / "evaluations.jsonl").read_bytes() == data
 
 
 def test_nsga2_writes_a_pareto_front(tmp_path):
@@ -208,7 +232,7 @@ def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
     out, _ = ga_run
     shutil.copytree(out / ".hydra", tmp_path / ".hydra")
     lines = (out / "evaluations.jsonl").read_text().splitlines(keepends=True)
-    written = "".join(lines[:7]) + lines[7][:40]  # baseline, 6 candidates, a line being written
+    written = "".join(lines[:8]) + lines[8][:40]  # spec, baseline, 6 candidates, a line being written
     (tmp_path / "evaluations.jsonl").write_text(written)
     proc = run_cli("lpes_framework.status", str(tmp_path))
     # no checkpoint copied: the sixth candidate opens generation 1, so generation 0 is known to be done
@@ -231,3 +255,73 @@ def test_each_optimizer_says_how_many_candidates_a_full_run_asks_for(cfg, planne
     from lpes_framework.optim import build_optimizer
 
     assert build_optimizer(cfg, build_curve({"name": "bezier"}, 4), 0).planned() == planned
+
+
+def test_two_searches_in_one_folder_the_second_gets_one_line_naming_the_first(tmp_path):
+    first = subprocess.Popen([sys.executable, "-m", "lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lock = tmp_path / ".lpes.lock"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (lock.exists() and lock.read_text().strip()):
+        time.sleep(0.01)
+    second = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", check=False)
+    assert first.wait(timeout=600) == 0, first.stderr.read()[-2000:]
+    assert second.returncode == 2
+    assert second.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path} is in use by another lpes process (pid {first.pid}); wait for it to finish or use "
+        "another output folder")
+    keys = [r["key"] for r in read_jsonl(tmp_path / "evaluations.jsonl")]
+    assert len(keys) == len(set(keys))  # one search's records, once each
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
+    (tmp_path / ".lpes.lock").write_text("999999")  # left by a killed run: no process holds the flock
+    run_cli("lpes_framework", *TINY_SEARCH, "optimizer.generations=1", f"hydra.run.dir={tmp_path}")
+    assert (tmp_path / "best_factors.json").is_file()
+
+
+class _Exploit:
+    """What a crafted checkpoint could hold: unpickling it would create a file."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_pickle_in_a_run_folder_is_never_unpickled(ga_run, tmp_path):
+    import pickle
+
+    import shutil
+
+    reference, _ = ga_run
+    (tmp_path / "evaluations.jsonl").write_bytes((reference / "evaluations.jsonl").read_bytes())
+    shutil.copytree(reference / ".hydra", tmp_path / ".hydra")
+    marker = tmp_path / "pwned"
+    (tmp_path / "checkpoint.pkl").write_bytes(pickle.dumps(_Exploit(marker)))
+    for command, args in (("lpes_framework.status", [str(tmp_path)]),
+                          ("lpes_framework", [*TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true"])):
+        proc = run_cli(command, *args, check=False)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "is a checkpoint of an older lpes (a pickle, which is not read" in proc.stderr.strip().splitlines()[-1]
+        assert not marker.exists()
+
+
+def test_nsga2_resumes_by_replaying_its_generations(tmp_path):
+    from lpes_framework.config import compose_config
+    from lpes_framework.search import Search
+
+    base = [*TINY_TASK, "optimizer=nsga2", "optimizer.population=4", "perplexity_task.window_tokens=64"]
+
+    def history(out, generations, resume=False):
+        search = Search(compose_config("config", [*base, f"optimizer.generations={generations}", f"resume={resume}"]), out)
+        search.setup()
+        search.optimize()
+        search.executor.close()
+        search.lock.release()
+        return [(g, o.fitness) for g, o in search.optimizer.history.values()]
+
+    straight = history(tmp_path / "straight", 3)
+    history(tmp_path / "resumed", 2)
+    assert history(tmp_path / "resumed", 3, resume=True) == straight

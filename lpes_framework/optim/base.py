@@ -1,4 +1,4 @@
-"""The optimizer interface every search algorithm implements: ask / tell, plus a picklable state.
+"""The optimizer interface every search algorithm implements: ask / tell, plus a JSON-able state.
 
 ``ask()`` returns the genomes of the next generation that still need a score; ``tell()`` gives back
 one ``Outcome`` per genome. The search loop checkpoints ``state_dict()`` after every ``tell`` and a
@@ -87,10 +87,11 @@ class Optimizer:
         return list(chosen.values())
 
     def state_dict(self) -> dict:
+        """Plain JSON types only (the checkpoint is JSON): numpy's generator state is a dict of ints."""
         return {"generation": self.generation, "rng": self.rng.bit_generator.state,
-                "history": {k: (g, o.__dict__) for k, (g, o) in self.history.items()}}
+                "history": [[g, o.__dict__] for g, o in self.history.values()]}
 
     def load_state_dict(self, state: dict) -> None:
         self.generation = state["generation"]
         self.rng.bit_generator.state = state["rng"]
-        self.history = {tuple(k): (g, Outcome(**o)) for k, (g, o) in state["history"].items()}
+        self.history = {genome_key(g): (g, Outcome(**o)) for g, o in state["history"]}

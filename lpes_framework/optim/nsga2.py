@@ -1,12 +1,12 @@
 """NSGA-II (pymoo) on two objectives: weighted retrieval score (up) and perplexity (down).
 
-pymoo runs in ask/tell mode; its whole algorithm object (population, random generator) is pickled
-into the checkpoint. The result is the Pareto front of the evaluated genomes.
+pymoo runs in ask/tell mode. Its state is not stored: pymoo draws from its own generator seeded at
+setup, so asking again and telling each generation's recorded outcomes (from ``history``) rebuilds the
+algorithm exactly on resume, and the checkpoint stays plain JSON. The result is the Pareto front of the
+evaluated genomes.
 """
 
 from __future__ import annotations
-
-import pickle
 
 import numpy as np
 from pymoo.algorithms.moo.nsga2 import NSGA2
@@ -19,7 +19,7 @@ from pymoo.problems.static import StaticProblem
 from ..errors import LpesError
 from ..fitness import Outcome
 from ..registries import OPTIMIZERS
-from .base import Optimizer
+from .base import Optimizer, genome_key
 
 
 class CurveRepair(Repair):
@@ -53,12 +53,15 @@ class NSGA2Search(Optimizer):
         return [self.curve.repair(x) for x in self._pending.get("X")]
 
     def tell(self, genomes, outcomes: list[Outcome]) -> None:
+        self._tell_algorithm(outcomes)
+        super().tell(genomes, outcomes)
+
+    def _tell_algorithm(self, outcomes: list[Outcome]) -> None:
         F = np.array([[-o.retrieval, o.perplexity] for o in outcomes], dtype=float)
         F[~np.isfinite(F)] = 1e9  # a broken candidate is dominated by everything
         Evaluator().eval(StaticProblem(self.problem, F=F), self._pending)
         self.algorithm.tell(infills=self._pending)
         self._pending = None
-        super().tell(genomes, outcomes)
 
     def front(self) -> list[tuple[list[float], Outcome]]:
         """Non-dominated evaluated genomes, by perplexity."""
@@ -68,9 +71,8 @@ class NSGA2Search(Optimizer):
                             and (p.retrieval > o.retrieval or p.perplexity < o.perplexity) for _, p in items)]
         return sorted(front, key=lambda item: item[1].perplexity)
 
-    def state_dict(self) -> dict:
-        return super().state_dict() | {"algorithm": pickle.dumps(self.algorithm)}
-
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        self.algorithm = pickle.loads(state["algorithm"])
+        for _ in range(self.generation):  # replay: the same asks, told the outcomes they got
+            genomes = self.ask()
+            self._tell_algorithm([self.history[genome_key(g)][1] for g in genomes])

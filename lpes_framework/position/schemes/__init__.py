@@ -71,11 +71,16 @@ def scaled(spec: RopeSpec, per_dim: torch.Tensor, low: float | None, high: float
     return spec.inv_freq / (1 + (per_dim - 1) * ramp)
 
 
+# Beyond these a factor is a typo, not a schedule: 1e300 passes "finite" and overflows the first forward.
+FACTOR_RANGE = (1e-6, 1e6)
+
+
 def check_factor(factor, what: str = "scaling factor") -> None:
     """The one rule for a factor, wherever it comes from (a scheme option, a schedule, a file)."""
     value = float(factor.detach()) if isinstance(factor, torch.Tensor) else float(factor)
-    if not math.isfinite(value) or value <= 0:
-        raise LpesError(f"{what} is {value}; factors must be finite and > 0")
+    low, high = FACTOR_RANGE
+    if not math.isfinite(value) or not low <= value <= high:
+        raise LpesError(f"{what} is {value}; factors must be finite and in [{low:g}, {high:g}]")
 
 
 def as_factor(factor) -> torch.Tensor:

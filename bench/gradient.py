@@ -1,0 +1,100 @@
+"""The gradient optimizer's two promises, on the embedded model (or ``--model``), measured in one run.
+
+1. Exactness: the autograd gradient of the search objective w.r.t. one factor per layer (free curve,
+   ``--scheme``) against central finite differences (step ``--eps`` on each gene), on one minibatch of
+   ``--contexts`` key-value haystacks. The weights are raised to float64 for this part: in float32 the
+   model's own rounding moves a finite difference of a 1e-3 step by ~2%, the size of the check. Layers
+   whose gradient is below ``--negligible`` of the largest are reported but not judged.
+2. Cost: one value-and-gradient pass (forward with autograd + backward) against one scoring pass of
+   the same patched model on the same samples, shared prefix on in both, interleaved ``--repeats`` times.
+
+Last line: grad_rel_err=<worst relative error over the judged layers>
+step_cost_ratio=<forward+backward seconds / forward seconds>. Targets: <= 0.02 and <= 3.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from common import embedded, interleaved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--scheme", default="pi")
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--contexts", type=int, default=2)
+    parser.add_argument("--eps", type=float, default=1e-4)
+    parser.add_argument("--negligible", type=float, default=0.05)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--spread", type=float, default=0.02, help="sd of log(factor) around 1 (every layer differs)")
+    parser.add_argument("--layers", type=int, nargs="*", help="only these layers (default: all)")
+    args = parser.parse_args()
+
+    from lpes_framework.curves import build_curve
+    from lpes_framework.executors import Evaluator
+    from lpes_framework.fitness import FitnessWeights
+    from lpes_framework.position import build_scheme
+    from lpes_framework.scoring._gradient import sample_coefficients, value_and_gradient
+    from lpes_framework.tasks import TASKS
+
+    positions = [0, args.pairs // 4, args.pairs // 2, 3 * args.pairs // 4, args.pairs - 1]
+    cfg, model, tok, info = embedded([f"model={args.model}"])
+    task = TASKS.build({"name": "kv_retrieval", "pairs": args.pairs, "gold_positions": positions,
+                        "samples_per_position": args.contexts, "layout": "queries", "key_kind": "hex"})
+    evaluator = Evaluator(tok, {"kv": task}, split="search", trained_context=info.trained_context, batch_size=8,
+                          progress=False)
+    items = evaluator.encoded["kv"]
+    baseline = evaluator.rows(model)["kv"]
+    curve = build_curve({"name": "free", "low": 0.5, "high": 3.0}, info.n_layers)
+    scheme = build_scheme({"name": args.scheme})
+    weights = FitnessWeights(logprob_weight=10.0, end_penalty=0.5)
+    coefficients = sample_coefficients({str(p) for p in positions}, 1.0, weights, per_position=args.contexts)
+    rng = np.random.default_rng(0)
+    genes = np.exp(rng.normal(0.0, args.spread, info.n_layers))  # near 1, every layer different
+
+    def objective(g, items=items, baseline=baseline):
+        return value_and_gradient(model, {"kv": items}, {"kv": baseline}, {"kv": coefficients}, g, curve, scheme,
+                                  batch_size=8, pad_id=tok.pad_token_id, share_prefix=True)
+
+    model.double()
+    exact_baseline = evaluator.rows(model)["kv"]
+    value, grad, _ = objective(genes, baseline=exact_baseline)
+    print(f"{info.name}: {len(items)} samples of ~{len(items[0].ids)} tokens, {args.scheme} factors per layer; "
+          f"objective {value:+.6f}")
+    judged, worst = 0, 0.0
+    largest = np.abs(grad).max()
+    layers = args.layers if args.layers else range(info.n_layers)
+    for layer in layers:
+        up, down = genes.copy(), genes.copy()
+        up[layer] += args.eps
+        down[layer] -= args.eps
+        fd = (objective(up, baseline=exact_baseline)[0] - objective(down, baseline=exact_baseline)[0]) / (2 * args.eps)
+        counted = abs(grad[layer]) >= args.negligible * largest
+        err = abs(grad[layer] - fd) / max(abs(fd), 1e-12)
+        if counted:
+            judged += 1
+            worst = max(worst, err)
+        print(f"  layer {layer:2d}: autograd {grad[layer]:+.6f}  finite difference {fd:+.6f}  "
+              f"rel err {err:.4f}{'' if counted else '  (negligible: not judged)'}")
+
+    model.float()  # the cost in the model's own precision
+
+    def forward():
+        evaluator.rows(model, list(curve.factors(genes)), scheme)
+
+    def forward_backward():
+        objective(genes)
+
+    forward(), forward_backward()  # warm-up: the first pass after a dtype change pays for allocations
+    medians = interleaved({"forward": forward, "forward+backward": forward_backward}, args.repeats)
+    print(f"{judged} of {len(layers)} layers judged; forward {medians['forward']:.2f} s, forward + backward "
+          f"{medians['forward+backward']:.2f} s (median of {args.repeats}, interleaved)")
+    print(f"grad_rel_err={worst:.4f} step_cost_ratio={medians['forward+backward'] / medians['forward']:.4f}")
+
+
+if __name__ == "__main__":
+    main()
