@@ -51,7 +51,9 @@ def main() -> None:
     baseline = evaluator.rows(model)["kv"]
     curve = build_curve({"name": "free", "low": 0.5, "high": 3.0}, info.n_layers)
     scheme = build_scheme({"name": args.scheme})
-    weights = FitnessWeights(logprob_weight=10.0, end_penalty=0.5)
+    # the end guard's hinge has a kink where a sample's log-prob equals the unpatched one: a finite
+    # difference across it is not a derivative, so the exactness check takes the smooth part alone
+    weights = FitnessWeights(logprob_weight=10.0, end_penalty=0.0)
     coefficients = sample_coefficients({str(p) for p in positions}, 1.0, weights, per_position=args.contexts)
     rng = np.random.default_rng(0)
     genes = np.exp(rng.normal(0.0, args.spread, info.n_layers))  # near 1, every layer different
