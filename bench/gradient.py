@@ -2,9 +2,10 @@
 
 1. Exactness: the autograd gradient of the search objective w.r.t. one factor per layer (free curve,
    ``--scheme``) against central finite differences (step ``--eps`` on each gene), on one minibatch of
-   ``--contexts`` key-value haystacks. The weights are raised to float64 for this part: in float32 the
-   model's own rounding moves a finite difference of a 1e-3 step by ~2%, the size of the check. Layers
-   whose gradient is below ``--negligible`` of the largest are reported but not judged.
+   ``--contexts`` key-value haystacks. This part runs in float64 (weights, and the cos/sin tables, which
+   the patch builds in float32 as transformers does): float32 rounding moves a finite difference of a
+   small step by a few percent, the size of the check. Layers whose gradient is below ``--negligible``
+   of the largest are reported but not judged.
 2. Cost: one value-and-gradient pass (forward with autograd + backward) against one scoring pass of
    the same patched model on the same samples, shared prefix on in both, interleaved ``--repeats`` times.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import torch
 
 from common import embedded, interleaved
 
@@ -54,6 +56,14 @@ def main() -> None:
     # the end guard's hinge has a kink where a sample's log-prob equals the unpatched one: a finite
     # difference across it is not a derivative, so the exactness check takes the smooth part alone
     weights = FitnessWeights(logprob_weight=10.0, end_penalty=0.0)
+    from lpes_framework.position import patch
+
+    float32_tables = patch.rotary_tables
+
+    def float64_tables(position_ids, inv_freq, scaling, dtype):
+        emb = position_ids[..., None].double() * inv_freq.double()
+        emb = torch.cat((emb, emb), dim=-1)
+        return (emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)
     coefficients = sample_coefficients({str(p) for p in positions}, 1.0, weights, per_position=args.contexts)
     rng = np.random.default_rng(0)
     genes = np.exp(rng.normal(0.0, args.spread, info.n_layers))  # near 1, every layer different
@@ -63,6 +73,7 @@ def main() -> None:
                                   batch_size=8, pad_id=tok.pad_token_id, share_prefix=True)
 
     model.double()
+    patch.rotary_tables = float64_tables
     exact_baseline = evaluator.rows(model)["kv"]
     value, grad, _ = objective(genes, baseline=exact_baseline)
     print(f"{info.name}: {len(items)} samples of ~{len(items[0].ids)} tokens, {args.scheme} factors per layer; "
@@ -83,7 +94,8 @@ def main() -> None:
         print(f"  layer {layer:2d}: autograd {grad[layer]:+.6f}  finite difference {fd:+.6f}  "
               f"rel err {err:.4f}{'' if counted else '  (negligible: not judged)'}")
 
-    model.float()  # the cost in the model's own precision
+    model.float()  # the cost in the model's own precision and tables
+    patch.rotary_tables = float32_tables
 
     def forward():
         evaluator.rows(model, list(curve.factors(genes)), scheme)
