@@ -93,8 +93,7 @@ def main() -> None:
             search = Search(cfg, out)
             search.setup((model, tok, info))
             search.optimize()
-            contexts = max(t.samples_per_position for t in search.tasks.values())
-            curve = trajectory(JsonLog(Path(out) / "evaluations.jsonl").read(), contexts)
+            curve = trajectory(JsonLog(Path(out) / "evaluations.jsonl").read(), search.fixed_contexts)
         curves[name] = curve if name == "gradient" else curve[:budget]
     print(f"{info.name}: budget {budget} evaluations per GA / random method; overrides {args.overrides}")
     target = curves["free-GA"][-1][1] if "free-GA" in curves else None

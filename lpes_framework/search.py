@@ -122,9 +122,7 @@ class Search:
             return
         self.cache = self.store.evaluations.load()
         state = self.store.load_checkpoint()
-        recorded = self.cache.get("spec", {}).get("spec")  # runs of older versions have none: the checkpoint's
-        if recorded is None and state is not None:
-            recorded = {"config": state["fingerprint"], "model_as_read": spec["model_as_read"]}
+        recorded = self.cache.get("spec", {}).get("spec")  # logs of versions before the spec record have none
         if recorded is not None:
             recorded = {**recorded, "config": _fingerprint(recorded["config"], objectives)}
             differ = _differences(recorded, spec)
@@ -198,20 +196,24 @@ class Search:
             bar.set_postfix(best=f"{best.fitness:.4f}")
         bar.close()
 
+    @property
+    def fixed_contexts(self) -> int:
+        """Draws of the fixed search split (every candidate's scoring); gradient minibatches start after."""
+        return max(t.samples_per_position for t in self.tasks.values())
+
     def optimize(self, logger=None) -> None:
         """The search proper: gradient steps or ask/tell generations, whichever the optimizer takes."""
         (self.descend if self.gradient else self.loop)(logger)
 
     def _checkpoint(self) -> None:
-        self.store.save_checkpoint({"fingerprint": _fingerprint(plain(self.cfg), self.optimizer.objectives),
-                                    "log": self.log, "optimizer": self.optimizer.state_dict()})
+        # the settings it belongs to are the log's first record, checked on resume before this is read
+        self.store.save_checkpoint({"log": self.log, "optimizer": self.optimizer.state_dict()})
 
     def descend(self, logger=None) -> None:
         """optimizer=gradient: Adam steps on fresh minibatches, the genes scored on the fixed search split
         every ``eval_every`` steps (see ``optim.gradient``), checkpointing after every step. A step already
         in the evaluation log (a kill between its record and the checkpoint) is taken from there."""
         opt = self.optimizer
-        first = max(t.samples_per_position for t in self.tasks.values())  # the fixed search split's draws
         settings = {"curve": plain(self.cfg.curve), "scheme": self.scheme_cfg, "weights": plain(self.cfg.fitness)}
         bar = tqdm(total=opt.generations, initial=opt.generation, desc="steps", disable=not self.cfg.progress)
         self.scored = self.log[-1]["mean_fitness"] if self.log else math.nan  # the latest fixed-split fitness
@@ -226,7 +228,7 @@ class Search:
                 opt.next_restart()
                 self._checkpoint()
                 continue
-            draws = opt.next_draws(first)
+            draws = opt.next_draws(self.fixed_contexts)
             key = cache_key(genes, {**self.context, "step": [opt.restart, opt.step], "draws": draws})
             if key not in self.cache:
                 job = GradientJob(split="search", draws=tuple(draws), genes=tuple(float(g) for g in genes),

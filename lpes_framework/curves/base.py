@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..errors import LpesError
+from ..position.schemes import straight_through
 from ..registries import CURVES
 
 _MONOTONE = (None, "increasing", "decreasing")
@@ -89,8 +90,7 @@ class Curve:
             # every curve maps equal genes to that constant; computing it exactly keeps the identity
             # genome bit-identical to the unpatched model (basis sums carry float round-off), while the
             # gradient stays the curve's own (every control point moves the factors)
-            exact = genes[0].detach().expand(self.n_layers).clone()
-            out = exact + (out - out.detach()) if out.requires_grad else exact
+            out = straight_through(genes[0].detach().expand(self.n_layers).clone(), out)
         return out
 
     def fit(self, factors: Sequence[float]) -> np.ndarray:

@@ -79,10 +79,11 @@ class Evaluator:
                         if (kept := [e for e in items if e.sample.context not in scored.get(name, ())])}
         return rest
 
-    def with_draws(self, draws: Sequence[int]) -> "Evaluator":
-        """The same evaluator over other draws of its split (a gradient minibatch)."""
+    def with_draws(self, draws: Sequence[int], keep=lambda task: True) -> "Evaluator":
+        """The same evaluator over other draws of its split (a gradient minibatch), for the tasks ``keep``
+        accepts (only they are encoded)."""
         out = copy.copy(self)
-        out.tasks = {name: task.with_draws(draws) for name, task in self.tasks.items()}
+        out.tasks = {name: task.with_draws(draws) for name, task in self.tasks.items() if keep(task)}
         out.encoded = {name: task.encode(self.split, self.tokenizer) for name, task in out.tasks.items()}
         return out
 
@@ -165,8 +166,7 @@ class Scorer:
         from ..scoring._gradient import GradientResult, sample_coefficients, value_and_gradient
 
         start = time.perf_counter()
-        evaluator = self.evaluators[job.split].with_draws(job.draws)
-        evaluator.encoded = {n: e for n, e in evaluator.encoded.items() if evaluator.tasks[n].metric != "perplexity"}
+        evaluator = self.evaluators[job.split].with_draws(job.draws, keep=lambda task: task.metric != "perplexity")
         baseline = evaluator.rows(self.model, desc="minibatch")
         middle = time.perf_counter()
         weights = FitnessWeights(**job.weights)

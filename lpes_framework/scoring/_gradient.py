@@ -49,16 +49,16 @@ class GradientResult:
     def combine(parts: Sequence["GradientResult"]) -> "GradientResult":
         """Shares of one minibatch (Ray workers) as one result: values and gradients add up, rows are
         concatenated, seconds are the slowest share's (they ran side by side)."""
-        rows: dict[str, list[ScoreRow]] = {}
-        baseline: dict[str, list[ScoreRow]] = {}
-        for part in parts:
-            for task, r in part.rows.items():
-                rows.setdefault(task, []).extend(r)
-            for task, r in part.baseline.items():
-                baseline.setdefault(task, []).extend(r)
+        def joined(which: str) -> dict[str, list[ScoreRow]]:
+            out: dict[str, list[ScoreRow]] = {}
+            for part in parts:
+                for task, r in getattr(part, which).items():
+                    out.setdefault(task, []).extend(r)
+            return out
+
         return GradientResult(value=float(sum(p.value for p in parts)),
                               gradient=np.sum([p.gradient for p in parts], axis=0).tolist(),
-                              rows=rows, baseline=baseline,
+                              rows=joined("rows"), baseline=joined("baseline"),
                               seconds={k: max(p.seconds.get(k, 0.0) for p in parts) for k in ("baseline", "gradient")})
 
 
