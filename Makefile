@@ -41,6 +41,7 @@ bench: install
 	$(PY) bench/scoring_cost.py
 	$(PY) bench/scaleout.py
 	$(PY) bench/search_efficiency.py
+	$(PY) bench/gradient.py
 	$(PY) bench/heldout_gain.py
 
 clean:

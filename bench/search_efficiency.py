@@ -10,7 +10,7 @@ forward of its minibatch included. Fitness is the search split's, read from each
 the free GA's best; ``--plot`` draws best-so-far fitness against forward-equivalents.
 Last line: bezier_eval_ratio=<evals bezier / evals free> bezier_vs_random=<best bezier - best random>
 gradient_cost_ratio=<forward-equivalents gradient / free GA to reach the free GA's best>
-(each only where its methods ran)."""
+(each only where its methods ran; the ratios are nan where the free GA found nothing above unpatched)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,13 @@ def trajectory(records: list[dict], split_contexts: int) -> list[tuple[float, fl
 
 def cost_to_reach(curve: list[tuple[float, float]], target: float) -> float:
     return next((spent for spent, best in curve if best >= target - 1e-12), math.inf)
+
+
+def cost_ratio(curves: dict, name: str, target: float) -> float:
+    """Cost of ``name`` over the free GA's to reach ``target``; NaN where the free GA's best is the
+    unpatched model (reached at no cost: there is nothing to be faster at)."""
+    free = cost_to_reach(curves["free-GA"], target)
+    return math.nan if free == 0 else cost_to_reach(curves[name], target) / free
 
 
 @contextlib.contextmanager
@@ -106,11 +113,11 @@ def main() -> None:
         plot_convergence(curves, args.plot, title=f"{info.name}: search split fitness vs cost")
     line = []
     if {"bezier-GA", "free-GA"} <= set(curves):
-        line.append(f"bezier_eval_ratio={cost_to_reach(curves['bezier-GA'], target) / cost_to_reach(curves['free-GA'], target):.4f}")
+        line.append(f"bezier_eval_ratio={cost_ratio(curves, 'bezier-GA', target):.4f}")
     if {"bezier-GA", "random"} <= set(curves):
         line.append(f"bezier_vs_random={curves['bezier-GA'][-1][1] - curves['random'][-1][1]:+.4f}")
     if {"gradient", "free-GA"} <= set(curves):
-        line.append(f"gradient_cost_ratio={cost_to_reach(curves['gradient'], target) / cost_to_reach(curves['free-GA'], target):.4f}")
+        line.append(f"gradient_cost_ratio={cost_ratio(curves, 'gradient', target):.4f}")
     print(" ".join(line))
 
 
