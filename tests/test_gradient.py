@@ -188,6 +188,25 @@ def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
     assert start_genes(1.25, bezier).tolist() == [1.25] * 4
 
 
+def test_the_cosine_schedule_falls_from_lr_to_lr_min_within_each_restart():
+    from lpes_framework.optim.gradient import GradientAscent
+
+    opt = GradientAscent(build_curve({"name": "free", "low": 0.5, "high": 3.0}, 2), lr=0.1, lr_min=0.02, steps=4,
+                         restarts=2, schedule="cosine")
+    opt.begin(np.ones(2))
+    sizes = []
+    while not opt.done:
+        sizes.append(opt.step_size())
+        opt.update(np.ones(2))
+        if opt.restart_over:
+            opt.next_restart()
+    half = 0.02 + 0.04 * (1 + np.cos(np.pi * np.arange(4) / 4))
+    np.testing.assert_allclose(sizes, [*half, *half])  # 0.1 first, towards 0.02 by the last step, again after
+    constant = GradientAscent(build_curve({"name": "free"}, 2), lr=0.1, steps=4)
+    constant.begin(np.ones(2))
+    assert constant.step_size() == 0.1
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["optimizer.lr=-0.1"], "gradient: lr must be a positive finite number"),
     (["optimizer.steps=2.5"], "option steps=2.5 must be a whole number"),
@@ -195,6 +214,8 @@ def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
     (["optimizer.start=5.0"], "uniform factor 5.0 is outside the curve bounds"),
     (["optimizer.start=/nonexistent.json"], "factors file not found"),
     (["optimizer.betas=[0.9,1.0]"], "betas must be two numbers in [0, 1)"),
+    (["optimizer.schedule=linear"], "schedule must be one of constant, cosine, got 'linear'"),
+    (["optimizer.schedule=cosine", "optimizer.lr_min=0.5"], "lr_min must lie in [0, lr=0.05], got 0.5"),
     (["+extra_tasks.ppl={name:perplexity,window_tokens:64,windows:1,weight:1.0}"], "perplexity task with weight != 0"),
 ])
 def test_bad_gradient_settings_are_refused_before_the_model_loads(overrides, message, tmp_path, monkeypatch):

@@ -10,6 +10,8 @@ the fixed search split without gradients like any GA candidate: those scores are
 validation, the report and ``status`` read, and what progress is judged on (the minibatch objective
 swings with the haystacks drawn).
 
+``schedule: cosine`` anneals the step size from ``lr`` to ``lr_min`` over each restart (a constant step
+overshoots: on Qwen2.5-0.5B the fixed-split fitness rose for 20 steps and fell back over the next 20).
 ``restarts`` > 1 runs Adam again from the start point perturbed by ``restart_sigma`` (log space), with
 fresh Adam moments; the data cursor runs on. Everything that decides the next step is in
 ``state_dict`` (genes, moments, step, restart, cursor, generator), so a killed run resumes exactly.
@@ -46,6 +48,9 @@ def start_genes(start, curve) -> np.ndarray:
     return curve.repair(record["genome"]) if same_space else curve.fit(factors)
 
 
+SCHEDULES = ("constant", "cosine")
+
+
 def _positive(name: str, value, integer: bool = False):
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
     if not ok or (integer and int(value) != value):
@@ -60,11 +65,17 @@ class GradientAscent(Optimizer):
 
     def __init__(self, curve, *, lr: float = 0.05, steps: int = 40, contexts_per_step: int = 2, eval_every: int = 10,
                  restarts: int = 1, restart_sigma: float = 0.1, betas=(0.9, 0.999), eps: float = 1e-8,
-                 start=None, seed: int = 0):
+                 schedule: str = "constant", lr_min: float = 0.0, start=None, seed: int = 0):
         self.steps = _positive("steps", steps, integer=True)
         self.restarts = _positive("restarts", restarts, integer=True)
         super().__init__(curve, generations=self.steps * self.restarts, seed=seed)
         self.lr = _positive("lr", lr)
+        if schedule not in SCHEDULES:
+            raise LpesError(f"gradient: schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+        self.schedule = schedule
+        self.lr_min = float(lr_min)
+        if not (math.isfinite(self.lr_min) and 0 <= self.lr_min <= self.lr):
+            raise LpesError(f"gradient: lr_min must lie in [0, lr={self.lr}], got {lr_min!r}")
         self.contexts_per_step = _positive("contexts_per_step", contexts_per_step, integer=True)
         self.eval_every = _positive("eval_every", eval_every, integer=True)
         self.restart_sigma = float(restart_sigma)
@@ -125,6 +136,12 @@ class GradientAscent(Optimizer):
         start = first + self.cursor
         return list(range(start, start + self.contexts_per_step))
 
+    def step_size(self) -> float:
+        """The step size of the next step of this restart."""
+        if self.schedule == "constant":
+            return self.lr
+        return self.lr_min + 0.5 * (self.lr - self.lr_min) * (1 + math.cos(math.pi * self.step / self.steps))
+
     def update(self, gradient) -> None:
         """One Adam step up the objective, given d objective / d genes at ``genes()``."""
         g = np.asarray(gradient, dtype=float)
@@ -136,7 +153,7 @@ class GradientAscent(Optimizer):
         self.v = b2 * self.v + (1 - b2) * g * g
         t = self.step + 1
         m_hat, v_hat = self.m / (1 - b1 ** t), self.v / (1 - b2 ** t)
-        self.x = np.clip(self.x + self.lr * m_hat / (np.sqrt(v_hat) + self.eps), self.low, self.high)
+        self.x = np.clip(self.x + self.step_size() * m_hat / (np.sqrt(v_hat) + self.eps), self.low, self.high)
         self.step = t
         self.cursor += self.contexts_per_step
         self.generation += 1
