@@ -42,6 +42,7 @@ bench: install
 	$(PY) bench/scaleout.py
 	$(PY) bench/search_efficiency.py
 	$(PY) bench/gradient.py
+	$(PY) bench/faults.py --cache
 	$(PY) bench/heldout_gain.py
 
 clean:

@@ -1,8 +1,8 @@
 """Held-out gain of a shipped preset over the unpatched model, in the regime it was searched in (the
-preset's ``task`` block), on its model's test split: shared-prefix scoring, paired bootstrap intervals
-over haystacks (the preset minus unpatched and minus each uniform scaling), and perplexity on held-out
-text (Python's bundled documentation), all through the evaluate command's own code. Writes the
-evaluate outputs to ``--out`` when given; run again with the same
+file's run record, or the ``task`` block of presets made before it), on its model's test split:
+shared-prefix scoring, paired bootstrap intervals over haystacks (the preset minus unpatched and minus
+each uniform scaling), and perplexity on held-out text (Python's bundled documentation), all through the
+evaluate command's own code. Writes the evaluate outputs to ``--out`` when given; run again with the same
 ``--out``, it reuses the methods already scored there (a long run spans sessions), and with a larger
 ``--samples`` scores only the new haystacks (60 per position grow to 100 at 40% of the cost). Last line:
 middle_gain=<exact-match points, mean of the middle positions> ci_low=<lower 95% bound, points>
@@ -24,12 +24,14 @@ DEFAULT_MODEL = "qwen2.5-0.5b"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--preset", default=DEFAULT_PRESET, help="shipped preset name or factors file")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="model config group the preset belongs to")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="model config group of a file without a run record")
     parser.add_argument("--samples", type=int, default=60, help="haystacks per gold position (>= 60)")
     parser.add_argument("--split", default="test")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--uniform", type=float, nargs="*", help="uniform factors to show alongside (default: the "
                         "best uniform scaling the preset's search tested, if it records one)")
+    parser.add_argument("--versus", nargs="*", default=[], help="other factors files or presets to score alongside: "
+                        "the preset gets paired intervals against each (e.g. the shipped preset, for a new schedule)")
     parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here; "
                         "methods already scored there are reused")
     args = parser.parse_args()
@@ -44,28 +46,38 @@ def main() -> None:
     from lpes_framework.stats import middle_positions
 
     record = load_factors(args.preset)
-    if "task" not in record:
-        raise SystemExit(f"error: {args.preset} has no 'task' block: the regime to re-test it in is unknown")
+    run = record.get("run")  # the search's run record: its model and task; presets made before it, the task block
+    if run is None and "task" not in record:
+        raise SystemExit(f"error: {args.preset} has no run record nor 'task' block: the regime to re-test it in "
+                         "is unknown")
     uniform = args.uniform
     if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block
         uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
-    cfg = compose_config("evaluate", [f"model={args.model}", f"task={record['task']['name']}", f"split={args.split}",
+    task = (run["config"]["task"] if run else record["task"])["name"]
+    cfg = compose_config("evaluate", [f"model={args.model}", f"task={task}", f"split={args.split}",
                                       f"pos={record['scheme']['name']}",
                                       f"threads={args.threads}", "progress=false", "resume=true",
                                       f"methods.uniform=[{','.join(map(str, uniform))}]",
-                                      f"methods.factors_files=[{args.preset}]", "+task@extra_tasks.perplexity=perplexity"])
+                                      f"methods.factors_files=[{','.join([args.preset, *args.versus])}]",
+                                      "+task@extra_tasks.perplexity=perplexity"])
     with open_dict(cfg):
-        cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
+        if run:
+            cfg.model = {**run["config"]["model"], "device": cfg.model.device}  # searched elsewhere, re-tested here
+            cfg.task = run["config"]["task"]
+            cfg.seed = run["config"]["seed"]
+        else:
+            cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
         cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
         cfg.task.samples_per_position = args.samples
-        cfg.methods.compare_to = [uniform_method_name(record["scheme"]["name"], u) for u in uniform]  # found - uniform
+        names = file_method_names([args.preset, *args.versus])
+        cfg.methods.compare_to = [uniform_method_name(record["scheme"]["name"], u) for u in uniform] + [
+            names[v] for v in args.versus]  # the preset minus each uniform and each other file
     with tempfile.TemporaryDirectory() as tmp:
         try:
             payload = run_evaluate(cfg, args.out or Path(tmp))
         except LpesError as exc:
             raise SystemExit(f"error: {exc}") from None
-    name = file_method_names([args.preset])[args.preset]
-    task = record["task"]["name"]
+    name = names[args.preset]
     scores = {m: payload["methods"][m]["scores"] for m in ("unpatched", name)}
     middle = payload["intervals"][f"{name} - unpatched"][task]["middle"]
     positions = list(scores["unpatched"][task])

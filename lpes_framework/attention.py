@@ -95,21 +95,18 @@ def format_mass(methods: dict[str, dict[str, list[float]]]) -> str:
 
 
 def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samples: int | None = None,
-            threads: int | None = None) -> dict:
-    from omegaconf import OmegaConf
-
+            threads: int | None = None, allow_foreign: bool = False) -> dict:
     from .cli import build_tasks, prepare
-    from .export import load_factors, resolve_factors, write_json_atomic
-    from .models import load_model
+    from .export import load_checked, resolve_factors, write_json_atomic
+    from .models import identify, load_model
     from .plots import plot_attention
     from .position import apply_layer_scaling, build_scheme
+    from .spec import read_spec
 
-    config = run_dir / ".hydra" / "config.yaml"
-    if not config.is_file():
-        raise LpesError(f"{run_dir} is not a run directory (no .hydra/config.yaml)")
-    cfg = OmegaConf.load(config)
+    cfg = read_spec(run_dir).cfg()
     source = resolve_factors(factors) if factors else run_dir / "best_factors.json"
-    record = load_factors(source)
+    # a file from another model is refused before its weights load
+    record = load_checked(source, identify(cfg.model), allow_foreign)
     if samples is not None:
         cfg.task.samples_per_position = samples
     if threads is not None:
@@ -147,13 +144,16 @@ def main(argv: list[str] | None = None) -> None:
     from .cli import one_line_errors
 
     parser = argparse.ArgumentParser(prog="python -m lpes_framework.attention", description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", type=Path, help="a search (or evaluate) run directory: its config is reused")
+    parser.add_argument("run", type=Path, help="a search (or evaluate) run directory: its run record's config is "
+                        "reused")
     parser.add_argument("--factors", help="factors file or shipped preset (default: the run's best_factors.json)")
     parser.add_argument("--split", default="test", choices=["search", "test", "validation"])
     parser.add_argument("--samples", type=int, help="samples (contexts) per gold position (default: the run's)")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--allow-foreign", action="store_true",
+                        help="apply a factors file searched on another model (or recording none) anyway")
     args = parser.parse_args(argv)
-    one_line_errors(analyse)(args.run, args.factors, args.split, args.samples, args.threads)
+    one_line_errors(analyse)(args.run, args.factors, args.split, args.samples, args.threads, args.allow_foreign)
 
 
 if __name__ == "__main__":

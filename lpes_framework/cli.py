@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import functools
 import sys
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from .errors import LpesError
 from .registries import BY_CONFIG_KEY
 
+CONF = Path(__file__).parent / "conf"  # the config groups that ship with the package
+
 
 def check_plugin_overrides(argv: list[str]) -> None:
     """Import the third-party plugins that ``group=name`` overrides ask for, before Hydra composes.
 
     A plugin package whose import fails also loses its Hydra config search path, so Hydra would only say
-    ``Could not find 'pos/name'``; importing it first reports the plugin and its real error instead.
+    ``Could not find 'pos/name'``; importing it first reports the plugin and its real error instead. A
+    name that is neither an installed plugin nor a config option of the group gets the registry's one
+    line (with its did-you-mean) instead of Hydra's listing of the search path.
     """
     for arg in argv:
         group, sep, value = arg.partition("=")
@@ -24,7 +29,7 @@ def check_plugin_overrides(argv: list[str]) -> None:
             continue
         registry = BY_CONFIG_KEY[group]
         for name in value.split(","):  # a multirun sweep lists several
-            if name in registry.plugins():
+            if name in registry.plugins() or not (CONF / group / f"{name}.yaml").is_file():
                 registry.get(name)
 
 

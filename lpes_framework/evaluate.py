@@ -28,10 +28,11 @@ from .comparison import Comparison, format_intervals, format_table, uniform_meth
 from .results import ScoreRow, rows_from_json, rows_to_json, scores_to_json
 from .executors import encode_splits
 from .executors.local import LocalExecutor
-from .export import is_preset, load_factors, write_json_atomic
-from .models import peek
+from .export import is_preset, load_checked, write_json_atomic
+from .models import identify
 from .plots import plot_by_position
 from .position import build_scheme, validate_factors
+from .spec import KEY, RunSpec
 from .store import JsonLog, RunLock, cache_key
 
 
@@ -44,9 +45,11 @@ def file_method_names(paths) -> dict[str, str]:
     return {str(p): f"preset {p}" if is_preset(p) else f"file {p}" for p in paths}
 
 
-def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[float] | None, dict]]:
-    """name -> (factors or None for unpatched, scheme config); all checked before the model loads."""
+def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | None, dict]]:
+    """name -> (factors or None for unpatched, scheme config); all checked before the model loads, factors
+    files against the model's identity ``info`` (``models.identify``)."""
     methods: dict[str, tuple[list[float] | None, dict]] = {}
+    n_layers = info.n_layers
     m = cfg.methods
     if m.baseline:
         methods["unpatched"] = (None, scheme_cfg)
@@ -54,17 +57,13 @@ def plan_methods(cfg, scheme_cfg: dict, n_layers: int) -> dict[str, tuple[list[f
         s = number(s, "methods.uniform")
         methods[uniform_method_name(scheme_cfg["name"], s)] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
     for path, name in file_method_names(m.factors_files or []).items():
-        record = load_factors(path)
-        try:
-            factors = validate_factors(record["factors"], n_layers)
-        except LpesError as exc:
-            raise LpesError(f"{path}: {exc}") from None
-        build_scheme(record["scheme"])  # a file's scheme options are checked before the model loads
-        methods[name] = (factors, record["scheme"])
+        record = load_checked(path, info, bool(cfg.allow_foreign))
+        methods[name] = (record["factors"], record["scheme"])
     if m.genomes:
         curve = build_curve(plain(cfg.curve), n_layers)
         for name, genome in m.genomes.items():
-            methods[f"{curve.name} {name}"] = (curve.factors(list(genome)).tolist(), scheme_cfg)
+            genes = curve.checked(list(genome), f"methods.genomes.{name}")
+            methods[f"{curve.name} {name}"] = (curve.factors(genes).tolist(), scheme_cfg)
     if not methods:
         raise LpesError("no methods to evaluate: enable methods.baseline or give uniform/factors_files/genomes")
     unknown = [r for r in m.compare_to if r not in methods]
@@ -114,6 +113,8 @@ def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
     Rows come sorted by context and position, so two methods' rows of the same draws pair up in order."""
     rows: dict[str, dict[str, list[ScoreRow]]] = {}
     for record in JsonLog(Path(out_dir) / "rows.jsonl").read():
+        if record.get("kind") == KEY:
+            continue
         per_task = {task: sorted(per, key=lambda r: (r.context, r.position))
                     for task, per in rows_from_json(record["rows"]).items()}
         if sum(map(len, per_task.values())) >= sum(map(len, rows.get(record["method"], {}).values())):
@@ -126,19 +127,23 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     scheme_cfg = plain(cfg.pos)
     build_scheme(scheme_cfg)
     tasks = build_tasks(cfg)
-    shape = peek(cfg.model)
-    methods = plan_methods(cfg, scheme_cfg, shape.n_layers)
+    info = identify(cfg.model)
+    methods = plan_methods(cfg, scheme_cfg, info)
     evaluators = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
     out_dir.mkdir(parents=True, exist_ok=True)
+    spec = RunSpec(command="evaluate", config=plain(cfg), model=info.as_dict())
     with RunLock(out_dir):
-        return _score_methods(cfg, out_dir, tasks, methods, evaluators)
+        return _score_methods(cfg, out_dir, tasks, methods, evaluators, spec)
 
 
-def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, evaluators: dict) -> dict:
+def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, evaluators: dict,
+                   spec: RunSpec) -> dict:
     log = JsonLog(out_dir / "rows.jsonl")
     if log.exists() and not cfg.resume:
         raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
-    prior = [(key, rows_from_json(record["rows"])) for key, record in (log.load() if cfg.resume else {}).items()]
+    prior = [(key, rows_from_json(record["rows"])) for key, record in (log.load() if cfg.resume else {}).items()
+             if key != KEY]
+    log.append(spec.record())  # each run's own record: a resume may score more samples or methods
     jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
     counts = {k: t.samples_per_position for k, t in tasks.items()}
     context = {"model": plain(cfg.model), "split": cfg.split, "scoring": cfg.scoring,
@@ -176,7 +181,7 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, e
                "tasks": {k: t.describe() for k, t in tasks.items()},
                "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}
                            for name, (f, s) in methods.items()},
-               "intervals": comparison.as_json()["intervals"]}
+               "intervals": comparison.as_json()["intervals"], "run": spec.as_json()}
     write_json_atomic(out_dir / "results.json", payload)
     plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
     (out_dir / "table.txt").write_text(table + "\n")

@@ -10,8 +10,11 @@ Schema ``lpes.factors`` version 1 (a JSON object)::
     factors:  [float, ...]             one factor per decoder layer (what inference uses)
     metrics:  {...}                    free-form: scores of the search and the held-out test
     task:     {name, **options} or absent   the task the factors were searched on (re-test regime)
+    run:      {command, config, model} or absent   the search's run record (``spec.RunSpec``)
 
-``apply_factors_file(model, path)`` is the one-line way to use a result. Wherever a factors file is
+``apply_factors_file(model, path)`` is the one-line way to use a result. Every path that applies a file
+(this API, evaluate, attention, lm-eval, a saved patched model) first compares its ``model`` block with
+the model at hand (``check_identity``), before the weights load wherever the config can be read first. Wherever a factors file is
 accepted, the name of a preset shipped in ``lpes_framework/presets/`` (the file name without ``.json``)
 works too: ``apply_factors_file(model, "qwen2.5-coder-0.5b")``.
 """
@@ -91,38 +94,60 @@ def load_factors(path: str | os.PathLike) -> dict:
 
 # What must match between the model a file was searched on and the model it is applied to: factors
 # tuned for one RoPE layout mean something else on another, even at the same layer count.
-IDENTITY = ("architecture", "n_layers", "head_dim", "rope_theta", "rope_type")
+IDENTITY = ("architecture", "n_layers", "n_heads", "n_kv_heads", "head_dim", "rope_theta", "rope_type",
+            "rope_parameters")
+FOREIGN_HINT = "allow_foreign=true applies it anyway"
 
 
-def check_model(model, record: dict, source: str) -> None:
+def check_identity(record: dict, have, source: str, allow_foreign: bool = False) -> None:
+    """Refuse factors searched on another model than ``have`` (a ``ModelInfo``), comparing every identity
+    field the file records (files of older versions record fewer), and a file that records no model."""
+    if allow_foreign:
+        return
+    want = record.get("model")
+    if not isinstance(want, dict) or not want:
+        raise LpesError(f"{source}: holds no 'model' block, so nothing says which model its factors were searched "
+                        f"on ({FOREIGN_HINT})")
+    have = have.as_dict()
+    for key in IDENTITY:
+        if want.get(key) is not None and key in have and want[key] != have[key]:
+            raise LpesError(f"{source}: searched on {want.get('name') or 'a model'} with {key}={want[key]!r}, this "
+                            f"model has {have[key]!r}; factors do not transfer between RoPE layouts ({FOREIGN_HINT})")
+
+
+def apply_record(model, record: dict, source: str, allow_foreign: bool = False) -> LayerScaling:
     from .models import describe
 
-    have = describe(model, "").as_dict()
-    want = record.get("model") or {}
-    for key in IDENTITY:
-        if want.get(key) is not None and want[key] != have[key]:
-            raise LpesError(f"{source}: searched on a model with {key}={want[key]!r}, this one has {have[key]!r}; "
-                            "factors do not transfer between RoPE layouts")
-
-
-def apply_record(model, record: dict, source: str) -> LayerScaling:
-    check_model(model, record, source)
+    check_identity(record, describe(model), source, allow_foreign)
     return apply_layer_scaling(model, record["factors"], build_scheme(record["scheme"]))
 
 
-def apply_factors_file(model, path: str | os.PathLike) -> LayerScaling:
-    """Patch ``model`` with a saved search result; returns the removable handle. Refuses a model whose
-    architecture, layer count, head size or RoPE base/type differ from the one searched on."""
-    return apply_record(model, load_factors(path), str(resolve_factors(path)))
+def apply_factors_file(model, path: str | os.PathLike, allow_foreign: bool = False) -> LayerScaling:
+    """Patch ``model`` with a saved search result; returns the removable handle. Refuses a file that
+    records no model, or whose model differs from this one in architecture, layer or head counts, head
+    size or any RoPE parameter, unless ``allow_foreign``."""
+    return apply_record(model, load_factors(path), str(resolve_factors(path)), allow_foreign)
+
+
+def load_checked(path: str | os.PathLike, info, allow_foreign: bool = False) -> dict:
+    """A factors file checked against a model's identity (``models.identify``, read before its weights) and
+    its layer count: what the commands call before they load anything."""
+    source = str(resolve_factors(path))
+    record = load_factors(path)
+    check_identity(record, info, source, allow_foreign)
+    try:
+        validate_factors(record["factors"], info.n_layers)
+    except LpesError as exc:
+        raise LpesError(f"{source}: {exc}") from None
+    build_scheme(record["scheme"])  # a file's scheme options are checked before the model loads
+    return record
 
 
 def save_patched(model, handle: LayerScaling, path: str | os.PathLike, tokenizer=None) -> None:
     """``save_pretrained`` plus an ``lpes`` block in config.json (stock transformers ignores it)."""
-    from .models import save_dequantised
+    from .models import describe, save_dequantised
 
-    from .models import describe
-
-    identity = describe(model, getattr(model.config, "name_or_path", "") or "").as_dict()
+    identity = describe(model).as_dict()
     model.config.lpes = factors_record(model=identity, scheme=handle.scheme.config, factors=handle.factors)
     try:
         save_dequantised(model, path)

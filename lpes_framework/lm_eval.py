@@ -22,7 +22,7 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
 from .errors import LpesError
-from .export import apply_factors_file
+from .export import apply_factors_file, load_checked
 
 # lm-eval reads a doc field with Jinja; the data file path is quoted as JSON, which YAML accepts
 _CHOICE_TASK = """task: {name}
@@ -43,12 +43,28 @@ metric_list:
 @register_model("lpes")
 class LpesLM(HFLM):
     """lm-eval's ``hf`` backend (every ``hf`` model argument works) plus ``factors``: a
-    ``best_factors.json`` whose per-layer RoPE factors are installed on the model. Without ``factors``
-    it is exactly ``hf``."""
+    ``best_factors.json`` whose per-layer RoPE factors are installed on the model, and ``allow_foreign``
+    to apply a file searched on another model. The file is checked against ``pretrained``'s config before
+    the weights load. Without ``factors`` it is exactly ``hf``."""
 
-    def __init__(self, pretrained, factors: str | None = None, **kwargs):
+    def __init__(self, pretrained, factors: str | None = None, allow_foreign=False, **kwargs):
+        allow_foreign = str(allow_foreign).lower() in ("true", "1", "yes")  # model_args arrive as strings
+        if factors:
+            check_pretrained(pretrained, factors, allow_foreign, trust_remote_code=kwargs.get("trust_remote_code"))
         super().__init__(pretrained=pretrained, **kwargs)
-        self.lpes_patch = apply_factors_file(self.model, factors) if factors else None
+        self.lpes_patch = apply_factors_file(self.model, factors, allow_foreign) if factors else None
+
+
+def check_pretrained(pretrained, factors: str, allow_foreign: bool, trust_remote_code=None) -> None:
+    """A factors file against the config of the model lm-eval is about to load (no weights read)."""
+    from transformers import AutoConfig
+
+    from .models import model_info
+
+    if not isinstance(pretrained, str):
+        return  # an already loaded model: apply_factors_file checks it
+    config = AutoConfig.from_pretrained(pretrained, trust_remote_code=bool(trust_remote_code))
+    load_checked(factors, model_info(config, pretrained, pretrained), allow_foreign)
 
 
 def write_choice_task(folder, name: str, rows: Iterable[dict]) -> Path:
@@ -75,8 +91,10 @@ def write_choice_task(folder, name: str, rows: Iterable[dict]) -> Path:
 def main(argv: list[str] | None = None) -> None:
     from lm_eval.__main__ import cli_evaluate
 
+    from .cli import one_line_errors
+
     sys.argv = ["lm_eval", *(sys.argv[1:] if argv is None else argv)]
-    cli_evaluate()
+    one_line_errors(cli_evaluate)()
 
 
 if __name__ == "__main__":

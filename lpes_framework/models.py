@@ -3,21 +3,26 @@ or a tiny randomly initialised model (for tests and smoke runs).
 
 GGUF files are de-quantised by transformers on every load (about 30 s for SmolLM2 on 2 cores); the
 result is cached once as safetensors under ``$LPES_CACHE`` (default ``~/.cache/lpes_framework``) so
-later loads take a second. Nothing here touches the network unless a hub id is given.
+later loads take a second. Each cached folder carries a manifest of its files' sizes and hashes: a
+folder that no longer matches it (a disk filled mid-copy, a truncated file) is rebuilt, with a line
+saying so, instead of failing deep inside safetensors. Nothing here touches the network unless a hub id is given.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, fields
+import sys
+from dataclasses import asdict, dataclass, field, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_file, replace_folder
 from .errors import LpesError
+from .hf import global_rope, text_config, trained_context
 
 _DTYPES = {"float32", "bfloat16", "float16", "auto"}
 
@@ -58,14 +63,12 @@ class ModelSpec:
         return spec
 
 
-def text_config(config):
-    """The language model's part of a config (multimodal configs nest it)."""
-    return config.get_text_config() if hasattr(config, "get_text_config") else config
-
-
 @dataclass(frozen=True)
 class ModelInfo:
-    name: str
+    """What a model is, as far as factors are concerned: read from its config before any weights load
+    (``identify``) and recorded in every output, so factors are never applied to another RoPE layout."""
+
+    name: str  # the config group's name for an embedded model, else the hub id / folder it came from
     architecture: str
     n_layers: int
     n_heads: int
@@ -74,6 +77,8 @@ class ModelInfo:
     rope_theta: float | None
     rope_type: str
     trained_context: int
+    rope_parameters: dict = field(default_factory=dict)  # every RoPE option (factor, llama3 bands, ...)
+    source: str = ""  # the weights: 'distribution:file' of an embedded GGUF, a hub id or a folder (+ GGUF file)
 
     def line(self) -> str:
         return (f"{self.name}: {self.architecture}, {self.n_layers} layers, {self.n_heads} heads "
@@ -133,7 +138,7 @@ def converted_dirs(cfg) -> tuple[Path, Path]:
     if not gguf_file:
         raise LpesError(f"model '{spec.name}' is not a GGUF file; use its name_or_path directly")
     model_dir = _converted(source, gguf_file, "model")
-    if not model_dir.is_dir():
+    if not _cached(model_dir, hashes=True):
         load_model(spec)
     load_tokenizer(spec)
     return model_dir, _converted(source, gguf_file, "tokenizer")
@@ -156,9 +161,56 @@ def save_dequantised(model, path) -> None:
             model.config.quantization_config = qconfig
 
 
+MANIFEST = "lpes-manifest.json"
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _manifest(folder: Path) -> dict:
+    return {p.name: {"size": p.stat().st_size, "blake2b": _digest(p)}
+            for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST}
+
+
 def _save_atomically(obj, target: Path) -> None:
-    replace_folder(target, lambda tmp: save_dequantised(obj, tmp) if hasattr(obj, "hf_quantizer")
-                   else obj.save_pretrained(tmp))
+    def fill(tmp: Path) -> None:
+        save_dequantised(obj, tmp) if hasattr(obj, "hf_quantizer") else obj.save_pretrained(tmp)
+        (tmp / MANIFEST).write_text(json.dumps(_manifest(tmp), indent=1))
+
+    replace_folder(target, fill)
+
+
+def damage(folder: Path, hashes: bool) -> str | None:
+    """What is wrong with a cached folder against its manifest (sizes always, contents when ``hashes``),
+    or None when it is intact."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return "no readable manifest (written by an older lpes, or cut short)"
+    for name, want in manifest.items():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != want["size"]:
+            return f"{name} is missing or has the wrong size"
+        if hashes and _digest(path) != want["blake2b"]:
+            return f"{name} does not match its hash"
+    return None
+
+
+def _cached(folder: Path, hashes: bool = False) -> bool:
+    """Whether a converted folder can be used; a damaged one is removed (and so rebuilt from the GGUF)."""
+    if not folder.is_dir():
+        return False
+    problem = damage(folder, hashes)
+    if problem is None:
+        return True
+    print(f"lpes: the model cache {folder} is damaged ({problem}); rebuilding it from the GGUF file", file=sys.stderr)
+    shutil.rmtree(folder, ignore_errors=True)
+    return False
 
 
 def resolve_source(spec: ModelSpec) -> tuple[str, str | None]:
@@ -217,12 +269,13 @@ def _from_source(loader, source: str, **kwargs):
                         f"local hub cache (offline runs cannot download) ({first})") from None
 
 
-def _config(spec: ModelSpec):
-    """(source, gguf file or None, checked config): the de-quantised cache replaces a GGUF once it exists."""
+def _config(spec: ModelSpec, hashes: bool = False):
+    """(source, gguf file or None, checked config): the de-quantised cache replaces a GGUF once it exists
+    and is intact (sizes checked, and contents when ``hashes``: before its weights are read)."""
     from transformers import AutoConfig
 
     source, gguf_file = resolve_source(spec)
-    if gguf_file and _converted(source, gguf_file, "model").is_dir():
+    if gguf_file and _cached(_converted(source, gguf_file, "model"), hashes):
         source, gguf_file = str(_converted(source, gguf_file, "model")), None
     config = _from_source(AutoConfig, source, gguf_file=gguf_file, trust_remote_code=spec.trust_remote_code)
     _check_config(config, spec.name)
@@ -235,7 +288,7 @@ def load_tokenizer(cfg):
     spec = ModelSpec.of(cfg)
     source, gguf_file = resolve_source(spec)
     cached = _converted(source, gguf_file, "tokenizer") if gguf_file else None
-    if cached is not None and cached.is_dir():
+    if cached is not None and _cached(cached, hashes=True):
         return AutoTokenizer.from_pretrained(cached)
     tok = _from_source(AutoTokenizer, source, gguf_file=gguf_file, trust_remote_code=spec.trust_remote_code)
     if tok.pad_token is None:
@@ -257,7 +310,7 @@ def load_model(cfg, tokenizer=None):
     if spec.random:
         model = _random_model(spec, tokenizer)
     else:
-        source, gguf_file, config = _config(spec)
+        source, gguf_file, config = _config(spec, hashes=True)
         model = AutoModelForCausalLM.from_pretrained(
             source, gguf_file=gguf_file, config=config, trust_remote_code=spec.trust_remote_code,
             dtype=spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype),
@@ -266,50 +319,61 @@ def load_model(cfg, tokenizer=None):
         if gguf_file:  # first load of this GGUF: keep the de-quantised model for next time
             _save_atomically(model, _converted(source, gguf_file, "model"))
     model.to(device).eval()
-    return model, tokenizer, describe(model, spec.name)
+    return model, tokenizer, describe(model, spec)
 
 
-def describe(model, name: str) -> ModelInfo:
-    from .position import rope_layout
+def _architecture(config) -> str:
+    """The causal-LM class a config loads as, without loading it."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    _, layers, specs = rope_layout(model)  # refuses models the patch cannot handle
-    config = text_config(model.config)
-    params = config.rope_parameters
-    if "rope_theta" not in params:  # per-layer-type parameters (Gemma3): report the global layers'
-        params = params.get("full_attention", next(iter(params.values())))
-    n_heads = config.num_attention_heads
+    return (getattr(config, "architectures", None) or [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type,
+                                                                                           config.model_type)])[0]
+
+
+def model_info(config, name: str, source: str = "", architecture: str | None = None) -> ModelInfo:
+    """The identity of a model from its config (a pure function of the config)."""
+    text = text_config(config)
+    params = dict(text.rope_parameters)
+    rope = global_rope(params)
+    n_heads = text.num_attention_heads
     return ModelInfo(
         name=name,
-        architecture=type(model).__name__,
-        n_layers=len(layers),
+        architecture=architecture or _architecture(config),
+        n_layers=int(text.num_hidden_layers),
         n_heads=n_heads,
-        n_kv_heads=getattr(config, "num_key_value_heads", None) or n_heads,
-        head_dim=getattr(config, "head_dim", None) or config.hidden_size // n_heads,
-        rope_theta=params.get("rope_theta"),
-        rope_type=params.get("rope_type", "default"),
-        trained_context=max(s.max_position for s in specs),
+        n_kv_heads=getattr(text, "num_key_value_heads", None) or n_heads,
+        head_dim=getattr(text, "head_dim", None) or text.hidden_size // n_heads,
+        rope_theta=rope.get("rope_theta"),
+        rope_type=rope.get("rope_type", "default"),
+        trained_context=trained_context(text),
+        rope_parameters=json.loads(json.dumps(params, default=str)),  # JSON-clean, as it is recorded
+        source=source,
     )
 
 
-@dataclass(frozen=True)
-class ModelShape:
-    """What the commands check before loading weights: factor counts and prompt lengths."""
-
-    n_layers: int
-    trained_context: int
-
-
-def trained_context(config) -> int:
-    """The window the model was trained on: YaRN/linear-extended models keep it as
-    ``original_max_position_embeddings``; per-layer-type parameters (Gemma3) take the largest."""
-    params = getattr(config, "rope_parameters", None) or {}
-    groups = [v for v in params.values() if isinstance(v, dict)] or [params]
-    return max(int(g.get("original_max_position_embeddings") or config.max_position_embeddings) for g in groups)
+def _label(spec: ModelSpec) -> tuple[str, str]:
+    """(name, source) of a model spec: what outputs are labelled with and where the weights come from. A
+    ``name_or_path`` overrides the group's embedded file, so it, not the group's name, labels the run."""
+    if spec.random:
+        return spec.name, f"random {spec.random.get('model_type')}"
+    if spec.name_or_path:
+        where = f"{spec.name_or_path}" + (f" ({spec.gguf_file})" if spec.gguf_file else "")
+        return where, where
+    return spec.name, " + ".join(spec.embedded["parts"]) if spec.embedded else ""
 
 
-def peek(cfg) -> ModelShape:
-    """Layer count and trained context from the config alone (no weights)."""
+def identify(cfg) -> ModelInfo:
+    """The model's identity from its config alone (no weights): layer count, window and RoPE layout."""
     spec = ModelSpec.of(cfg)
     config = _random_config(spec, vocab_size=256) if spec.random else _config(spec)[2]
-    text = text_config(config)
-    return ModelShape(n_layers=int(text.num_hidden_layers), trained_context=trained_context(text))
+    return model_info(config, *_label(spec))
+
+
+def describe(model, spec=None) -> ModelInfo:
+    """The identity of a loaded model (checked patchable); ``spec`` (a model config group) names it."""
+    from .position import rope_layout
+
+    rope_layout(model)  # refuses models the patch cannot handle
+    name, source = _label(ModelSpec.of(spec)) if spec is not None else (
+        getattr(model.config, "name_or_path", "") or "", "")
+    return model_info(model.config, name, source, architecture=type(model).__name__)

@@ -11,7 +11,6 @@ best_factors.json, factors.png, progress.png, by_position.png (pareto.png for ns
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -26,14 +25,16 @@ from .errors import LpesError
 from .results import scores_from_json, scores_to_json
 from .executors import GradientJob, build_executor, encode_splits
 from .export import factors_record, write_json_atomic
-from .fitness import FitnessWeights, Outcome, fitness_interval, outcome
+from .fitness import FitnessWeights, Outcome, outcome
 from .loggers import build_logger
 from .registries import EXECUTORS, LOGGERS
-from .models import peek
+from .models import identify
 from .optim import build_optimizer
 from .optim.gradient import start_genes
 from .position import build_scheme, is_identity, require_gradient
 from .results import by_position
+from .selection import candidate_name, select
+from .spec import KEY, RunSpec, differences, model_differences
 from .store import RunLock, RunStore, cache_key
 from .tasks import SPLITS, TASKS
 
@@ -50,14 +51,6 @@ def _fingerprint(data: dict, objectives: int) -> dict:
     return data
 
 
-def _differences(a, b, prefix: str = "") -> list[str]:
-    """Dotted names of the settings where two nested dicts differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return [d for k in sorted(set(a) | set(b), key=str)
-                for d in _differences(a.get(k), b.get(k), f"{prefix}{k}.")]
-    return [] if a == b else [prefix.rstrip(".")]
-
-
 class Search:
     def __init__(self, cfg: DictConfig, out_dir: Path):
         prepare(cfg)
@@ -66,7 +59,8 @@ class Search:
         self.scheme = build_scheme(self.scheme_cfg)  # bad options are refused now
         specs = task_specs(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
-        self.shape = peek(cfg.model)
+        self.shape = identify(cfg.model)
+        self.spec = RunSpec(command="search", config=plain(cfg), model=self.shape.as_dict())
         self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
         self.gradient = getattr(self.optimizer, "needs_gradient", False)
@@ -111,21 +105,20 @@ class Search:
             raise LpesError(f"resume=true, but {self.out} holds no search to continue (no evaluations.jsonl): "
                             "check hydra.run.dir, or drop resume=true to start one")
         objectives = self.optimizer.objectives
-        spec = {"config": _fingerprint(plain(self.cfg), objectives), "model_as_read": asdict(self.shape)}
         if not resume:
             if self.store.has_run():
                 raise LpesError(f"{self.out} already holds a search; pass resume=true to continue it")
-            # the run's settings come first, before any weights load or any score is written, so a resume
-            # is checked against them even when it was killed before its first checkpoint
-            self.store.evaluations.append({"key": "spec", "kind": "spec", "spec": spec})
-            self.cache: dict[str, dict] = {"spec": {"spec": spec}}
+            # the run record comes first, before any weights load or any score is written, so a resume
+            # is checked against it even when it was killed before its first checkpoint
+            self.store.evaluations.append(self.spec.record())
+            self.cache: dict[str, dict] = {KEY: self.spec.record()}
             return
         self.cache = self.store.evaluations.load()
         state = self.store.load_checkpoint()
-        recorded = self.cache.get("spec", {}).get("spec")  # logs of versions before the spec record have none
-        if recorded is not None:
-            recorded = {**recorded, "config": _fingerprint(recorded["config"], objectives)}
-            differ = _differences(recorded, spec)
+        if KEY in self.cache:  # logs of versions before the run record have none
+            recorded = RunSpec.from_json(self.cache[KEY]["spec"], str(self.store.evaluations.path))
+            differ = differences(_fingerprint(recorded.config, objectives), _fingerprint(self.spec.config, objectives))
+            differ += model_differences(recorded.model, self.spec.model)
             if differ:
                 raise LpesError(f"{self.out} holds a search with other settings ({', '.join(differ[:6])}"
                                 f"{', ...' if len(differ) > 6 else ''} differ); resume with the original overrides")
@@ -273,51 +266,48 @@ class Search:
         return summary
 
     def finish(self) -> dict:
-        """Pick the answer on fresh data, then measure it on the held-out test split.
-
-        The search's best is the luckiest of many noisy scores (the winner's curse), so the ``top_k``
-        candidates and the best uniform scaling are re-scored on the ``validation`` split and the best
-        there is the answer. The test split then compares it with the unpatched model and the uniform
-        scaling, with paired bootstrap intervals over contexts.
-        """
+        """Pick the answer on fresh data (``selection.select`` over the top candidates re-scored on the
+        validation split), then measure it on the held-out test split against the unpatched model and the
+        best uniform scaling, with paired bootstrap intervals over contexts, and write the result."""
         top = self.top_candidates(int(self.cfg.validation.top_k))
         uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
-        n_layers = self.shape.n_layers
-        uniform_name = uniform_method_name(self.scheme_cfg["name"], uniform)
-        scheme = self.scheme_cfg
-        candidates = {f"top {i + 1}": (self.curve.factors(g), scheme) for i, (g, _) in enumerate(top)}
-        methods = {"unpatched": (None, None), **candidates, uniform_name: ([uniform] * n_layers, scheme)}
-        # the identity among the top candidates (often the case when little beats it) is not re-run
+        uniform_method = uniform_method_name(self.scheme_cfg["name"], uniform), ([uniform] * self.shape.n_layers,
+                                                                                 self.scheme_cfg)
+        candidates = {candidate_name(i): (self.curve.factors(g), self.scheme_cfg) for i, (g, _) in enumerate(top)}
+        resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
+        choice = select(top, self._validate(candidates, dict([uniform_method])), self.tasks, self.weights,
+                        resamples=resamples, seed=seed)
+        factors = candidates[choice.name][0]
+        uniform_name = uniform_method[0]
+        test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: uniform_method[1],
+                                               "found": (factors, self.scheme_cfg)})
+        test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
+        test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
+        return self._write_result(choice, factors, test, uniform_name, uniform, top)
+
+    def _validate(self, candidates: dict, others: dict):
+        """The candidates, the unpatched model and ``others`` scored on the validation split; the identity
+        among the candidates (often the case when little beats it) is not re-run."""
+        methods = {"unpatched": (None, None), **candidates, **others}
         same = {n for n, (f, _) in candidates.items() if self._unpatched(f, "validation")}
         validation = compare(self.executor, "validation", {n: m for n, m in methods.items() if n not in same})
         validation.rows = {n: validation.rows["unpatched" if n in same else n] for n in methods}
-        val_scores = validation.scores
-        val_fitness = {n: outcome(s, val_scores["unpatched"], self.tasks, self.weights).fitness
-                       for n, s in val_scores.items()}
-        resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
-        # how far apart two fitnesses on this many contexts must be to mean anything
-        val_intervals = {n: list(fitness_interval(validation.rows[n], validation.rows["unpatched"], self.tasks,
-                                                  self.weights, resamples=resamples, seed=seed)[1:])
-                         for n in methods if n != "unpatched"}
-        chosen = max(candidates, key=lambda n: val_fitness[n])
-        genome, best = top[int(chosen.split()[1]) - 1]
-        factors = candidates[chosen][0]
-        test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: ([uniform] * n_layers, scheme),
-                                               "found": (factors, scheme)})
-        test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
-        test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
+        return validation
+
+    def _write_result(self, choice, factors, test, uniform_name: str, uniform: float, top: list) -> dict:
+        """best_factors.json (with the run record), pareto.json, report.md and plots; the printed summary."""
         methods = test.scores
         test_outcomes = {name: outcome(s, methods["unpatched"], self.tasks, self.weights).__dict__
                          for name, s in methods.items()}
-        metrics = {"search": best.__dict__,
-                   "validation": {"chosen": chosen, "fitness": val_fitness, "intervals": val_intervals,
-                                  "genomes": {n: [float(x) for x in g] for n, (g, _) in zip(candidates, top)}},
+        metrics = {"search": choice.search.__dict__,
+                   "validation": {"chosen": choice.name, "fitness": choice.fitness, "intervals": choice.intervals,
+                                  "genomes": {candidate_name(i): [float(x) for x in g] for i, (g, _) in enumerate(top)}},
                    "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)} for n, s in methods.items()},
                    "intervals": test.as_json()["intervals"]}
         record = factors_record(model=self.info.as_dict(), scheme=self.scheme_cfg, factors=factors,
-                                curve=self.curve.describe(), genome=genome, metrics=metrics,
+                                curve=self.curve.describe(), genome=choice.genome, metrics=metrics,
                                 task=self.task_specs[self.cfg.task.name])
-        write_json_atomic(self.out / "best_factors.json", record)
+        write_json_atomic(self.out / "best_factors.json", record | {"run": self.spec.as_json()})
         front = self.optimizer.front()
         if front:
             write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
@@ -325,17 +315,18 @@ class Search:
         write_artifacts(self.out, SearchSummary(
             model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.describe(),
                                             "optimizer": plain(self.cfg.optimizer)},
-            log=self.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=best,
-            val_fitness=val_fitness, val_intervals=val_intervals, chosen=chosen, test=test,
+            log=self.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=choice.search,
+            val_fitness=choice.fitness, val_intervals=choice.intervals, chosen=choice.name, test=test,
             test_outcomes=test_outcomes, table=table,
             history=[o for _, o in self.optimizer.history.values()], front=[o for _, o in front]))
         print(table)
-        low, high = val_intervals[chosen]
-        print(f"best search fitness {best.fitness:.4f}; validation chose {chosen} ({val_fitness[chosen]:+.4f}, "
-              f"95% interval [{low:+.4f}, {high:+.4f}]); "
+        low, high = choice.intervals[choice.name]
+        print(f"best search fitness {choice.search.fitness:.4f}; validation chose {choice.name} "
+              f"({choice.fitness[choice.name]:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}]); "
               f"test fitness found {test_outcomes['found']['fitness']:.4f} vs uniform "
               f"{test_outcomes[uniform_name]['fitness']:.4f}; wrote {self.out}")
-        return {"search": best.__dict__, "test": test_outcomes, "factors": factors.tolist(), "chosen": chosen}
+        return {"search": choice.search.__dict__, "test": test_outcomes, "factors": factors.tolist(),
+                "chosen": choice.name}
 
     def top_candidates(self, k: int) -> list:
         """The ``k`` best distinct genomes of the search, best first: (genome, outcome)."""

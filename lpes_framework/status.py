@@ -1,7 +1,7 @@
 """How far a search has got, while it runs or after it: ``python -m lpes_framework.status <run dir>``.
 
-Reads what the search writes (``evaluations.jsonl`` and the run's ``.hydra/config.yaml``) and changes
-nothing, so it is safe on a search running in the background. Prints the candidates scored out of the
+Reads what the search writes (``evaluations.jsonl``, whose first record holds the run's settings) and
+changes nothing, so it is safe on a search running in the background. Prints the candidates scored out of the
 run's plan, the median seconds per candidate and the scoring time left, the best candidates so far
 (search split, unpatched = 0) with their exact match by gold position next to the unpatched model's,
 and the best fitness per generation. No model is loaded.
@@ -22,16 +22,12 @@ TOP = 5
 
 def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
     """(candidates a full run asks for, generations) from the run's own config."""
-    from omegaconf import OmegaConf
-
     from .cli import plain
     from .curves import build_curve
     from .optim import build_optimizer
+    from .spec import read_spec
 
-    config = run_dir / ".hydra" / "config.yaml"
-    if not config.is_file():
-        raise LpesError(f"{run_dir} has no .hydra/config.yaml: not a search run directory")
-    cfg = OmegaConf.load(config)
+    cfg = read_spec(run_dir).cfg()
     optimizer = build_optimizer(plain(cfg.optimizer), build_curve(plain(cfg.curve), n_layers), int(cfg.seed))
     return optimizer.planned(), optimizer.generations
 

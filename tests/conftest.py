@@ -42,6 +42,14 @@ def smollm2():
     return load_model(cfg.model)
 
 
+def model_block(group: str = "tiny") -> dict:
+    """The ``model`` block a factors file searched on a model config group records: its identity."""
+    from lpes_framework.config import compose_config
+    from lpes_framework.models import identify
+
+    return identify(compose_config("config", [f"model={group}"]).model).as_dict()
+
+
 TINY_TASK = ["model=tiny", "task.pairs=6", "task.gold_positions=[0,2,5]", "task.samples_per_position=2", "progress=false"]
 TINY_SEARCH = [*TINY_TASK, "optimizer.population=5", "optimizer.parents=3", "optimizer.mutations=2",
                "optimizer.crossovers=2", "optimizer.generations=3"]

@@ -69,3 +69,69 @@ def test_a_plugin_class_must_derive_from_its_kind_base():
 
     cls = registry.register("named_once")(type("Named", (Curve,), {}))
     assert cls.name == "named_once"  # the name is the registry's, never written twice
+
+
+def package_imports() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, at module level or inside functions (a lazy import
+    is still a dependency)."""
+    import ast
+
+    import lpes_framework
+
+    root = Path(lpes_framework.__file__).parent
+    files = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = (path, parts[-1] == "__init__")
+    graph = {}
+    for name, (path, is_package) in files.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - max(node.level - 1, 0)] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                candidates = [target] + [f"{target}.{a.name}" for a in node.names]  # `from . import sub`
+            elif isinstance(node, ast.Import):
+                candidates = [a.name for a in node.names]
+            else:
+                continue
+            deps |= {c for c in candidates if c in files and c != name}
+        graph[name] = deps
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_package_has_no_import_cycle():
+    graph = package_imports()
+    assert "lpes_framework.hf" in graph["lpes_framework.position.patch"]  # the walk sees relative imports
+    assert "lpes_framework.position" in graph["lpes_framework.models"]  # ... and lazy ones inside functions
+    assert import_cycles(graph) == []
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

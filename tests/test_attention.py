@@ -64,17 +64,29 @@ def test_shared_prefix_attention_equals_a_full_forward():
     assert mass_by_position(rows + rows)["1"] == pytest.approx(rows[1][1].tolist())
 
 
-def test_attention_command_writes_next_to_a_search_run(tmp_path_factory, capsys):
+def test_attention_command_writes_next_to_a_search_run(tmp_path_factory, capsys, monkeypatch):
+    from lpes_framework import plots
+
     run = tmp_path_factory.mktemp("att") / "run"
     run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={run}")
+    figures = []
+    finish = plots._finish
+    monkeypatch.setattr(plots, "_finish", lambda fig, path, title="": figures.append(fig) or finish(fig, path, title))
     analyse(run, samples=2)
     data = json.loads((run / "attention.json").read_text())
     (task, methods), = data["mass"].items()
     assert set(methods) == {"unpatched", "patched"}
     assert all(len(layers) == 4 for per in methods.values() for layers in per.values())
     assert data["factors"] == json.loads((run / "best_factors.json").read_text())["factors"]
-    assert (run / "attention.png").stat().st_size > 0
+    # the plot draws what the file holds: layer x gold position maps of each method, and their difference
+    unpatched, patched, diff = (ax.get_images()[0].get_array() for ax in figures[0].axes[:3])
+    grid = {m: np.array([[per[p][layer] for p in per] for layer in range(4)]) for m, per in methods.items()}
+    np.testing.assert_allclose(unpatched, grid["unpatched"])
+    np.testing.assert_allclose(patched, grid["patched"])
+    np.testing.assert_allclose(diff, grid["patched"] - grid["unpatched"])
+    assert (run / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "attention on the gold span" in capsys.readouterr().out
-    shutil.rmtree(run / ".hydra")
+    shutil.rmtree(run / ".hydra")  # the run record in evaluations.jsonl is what the command reads
+    assert analyse(run, samples=1)["factors"] == data["factors"]
     with pytest.raises(LpesError, match="not a run directory"):
-        analyse(run)
+        analyse(tmp_path_factory.mktemp("empty"))

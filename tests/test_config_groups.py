@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OPTIONAL_MODELS
 from lpes_framework.cli import plain, task_specs
 from lpes_framework.config import compose_config
 from lpes_framework.curves import build_curve
@@ -19,25 +18,68 @@ OPTIONS = [(group, p.stem) for group in ("pos", "curve", "optimizer", "task", "l
            for p in sorted((CONF / group).glob("*.yaml"))]
 
 
+def identity(cfg):
+    """The composed model's identity, read from its config; skips where the model's optional package is
+    not installed."""
+    from importlib import metadata
+
+    from lpes_framework.models import identify
+
+    if cfg.model.get("embedded"):
+        dist = cfg.model.embedded.parts[0].split(":")[0]
+        try:
+            metadata.distribution(dist)
+        except metadata.PackageNotFoundError:
+            pytest.skip(f"{cfg.model.name}: {dist} is not installed (make install-qwen / install-qwen15)")
+    return identify(cfg.model)
+
+
+def n_layers(cfg) -> int:
+    """The composed model's layer count (the curve's length follows the model)."""
+    return identity(cfg).n_layers
+
+
 def build(group: str, cfg):
+    """The object a group's option names, built from the composed config."""
     from lpes_framework.position import build_scheme
 
-    curve = build_curve(plain(cfg.curve), 30)
     if group == "pos":
         return build_scheme(plain(cfg.pos))
     if group == "curve":
-        return curve
+        return build_curve(plain(cfg.curve), n_layers(cfg))
     if group == "optimizer":
-        return build_optimizer(plain(cfg.optimizer), curve, 0)
+        return build_optimizer(plain(cfg.optimizer), build_curve(plain(cfg.curve), n_layers(cfg)), 0)
     if group == "task":
         return TASKS.build(task_specs(cfg)[cfg.task.name])
     if group == "logger":  # options bound to the constructor; building wandb would start a run
         return LOGGERS.options(plain(cfg.logger), {}, Path("."))
     if group == "executor":  # options bound to the constructor; building ray would start a cluster
         return EXECUTORS.options(plain(cfg.executor), {}, {}, ["search"])
-    from lpes_framework.models import peek
+    return identity(cfg)
 
-    return peek(cfg.model)
+
+def check_built(group: str, option: str, cfg, built) -> None:
+    """What was built is what the option says, with the YAML's values."""
+    if group == "pos":
+        assert built.config == plain(cfg.pos)
+    elif group in ("curve", "optimizer"):
+        curve = built if group == "curve" else built.curve
+        assert (curve.name, curve.n_layers) == (cfg.curve.name, n_layers(cfg))
+        assert (curve.low, curve.high) == (cfg.curve.low, cfg.curve.high)
+        if group == "optimizer":
+            assert isinstance(built, BY_CONFIG_KEY["optimizer"].get(option))
+    elif group == "task":
+        spec = task_specs(cfg)[option]  # every option the YAML sets is the task's (windows: its sample count)
+        described = built.describe() | {"windows": built.samples_per_position}
+        assert built.name == option and set(spec) <= set(described)
+        assert {k: described[k] for k in spec} == spec
+    elif group in ("logger", "executor"):
+        factory, options = built
+        assert factory is BY_CONFIG_KEY[group].get(option)
+        assert options == {k: v for k, v in plain(cfg[group]).items() if k != "name"}
+    else:
+        assert built.n_layers == n_layers(cfg) and built.architecture.endswith("ForCausalLM")
+        assert built.name == cfg.model.name and built.trained_context > 0
 
 
 @pytest.mark.parametrize("group,option", OPTIONS, ids=[f"{g}={o}" for g, o in OPTIONS])
@@ -49,7 +91,24 @@ def test_every_option_builds(group, option):
         with pytest.raises(LpesError, match="set task.path"):
             build(group, cfg)
         return
-    if group == "model" and option in OPTIONAL_MODELS:
-        package, target = OPTIONAL_MODELS[option]
-        pytest.importorskip(package, reason=f"make {target}")
-    assert build(group, cfg) is not None
+    check_built(group, option, cfg, build(group, cfg))
+
+
+# hub models an experiment names, whose config cannot be read offline: their layer counts
+HUB_LAYERS = {"meta-llama/Llama-2-7b-chat-hf": 32}
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_builds_its_scheme_curve_optimizer_and_tasks(experiment):
+    cfg = compose_config("config", [f"experiment={experiment}"])
+    check_built("pos", cfg.pos.name, cfg, build("pos", cfg))
+    for spec in task_specs(cfg).values():
+        task = TASKS.build(spec)
+        assert task.name == spec["name"] and len(task.samples("search")) == len(task.gold_positions) * \
+            task.samples_per_position
+    layers = HUB_LAYERS.get(cfg.model.name_or_path) or n_layers(cfg)
+    curve = build_curve(plain(cfg.curve), layers)
+    optimizer = build_optimizer(plain(cfg.optimizer), curve, 0)
+    assert (curve.name, curve.n_layers, curve.low, curve.high) == (cfg.curve.name, layers, cfg.curve.low, cfg.curve.high)
+    assert isinstance(optimizer, BY_CONFIG_KEY["optimizer"].get(cfg.optimizer.name)) and optimizer.curve is curve

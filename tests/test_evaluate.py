@@ -2,14 +2,14 @@
 
 import json
 
-from conftest import TINY_TASK, run_cli
+from conftest import TINY_TASK, model_block, run_cli
 from lpes_framework.evaluate import interval_pairs, logged_rows
 from lpes_framework.export import factors_record, write_json_atomic
 
 
 def test_evaluate_compares_all_method_kinds(tmp_path):
     factors_file = tmp_path / "best_factors.json"
-    write_json_atomic(factors_file, factors_record(model={}, scheme={"name": "ntk"}, factors=[1.0, 1.2, 1.4, 1.6]))
+    write_json_atomic(factors_file, factors_record(model=model_block(), scheme={"name": "ntk"}, factors=[1.0, 1.2, 1.4, 1.6]))
     out = tmp_path / "run"
     proc = run_cli("lpes_framework.evaluate", *TINY_TASK, "methods.uniform=[1.25]",
                    f"methods.factors_files=[{factors_file}]", "methods.genomes={mid:[1.0,1.5,1.5,1.0]}",
@@ -52,7 +52,7 @@ def test_factors_files_from_folders_with_the_same_name_get_distinct_rows(tmp_pat
     for parent in ("a", "b"):
         path = tmp_path / parent / "run1" / "best_factors.json"
         path.parent.mkdir(parents=True)
-        write_json_atomic(path, factors_record(model={}, scheme={"name": "rope"}, factors=[1.0, 1.1, 1.2, 1.3]))
+        write_json_atomic(path, factors_record(model=model_block(), scheme={"name": "rope"}, factors=[1.0, 1.1, 1.2, 1.3]))
         paths.append(str(path))
     out = tmp_path / "out"
     run_cli("lpes_framework.evaluate", *TINY_TASK, "methods.uniform=[]", f"methods.factors_files=[{','.join(paths)}]",
@@ -70,16 +70,17 @@ def test_a_killed_comparison_resumes_with_its_finished_methods(tmp_path):
     assert again.returncode == 2 and "pass resume=true" in again.stderr
     log = tmp_path / "rows.jsonl"
     lines = log.read_text().splitlines(keepends=True)
-    assert len(lines) == 2  # unpatched, uniform 1.25
-    log.write_text(lines[0] + lines[1][:50])  # killed while writing the second method
+    assert [json.loads(line)["kind"] for line in lines[:1]] == ["spec"] and len(lines) == 3  # + unpatched, 1.25
+    log.write_text(lines[0] + lines[1] + lines[2][:50])  # killed while writing the second method
     proc = run_cli("lpes_framework.evaluate", *overrides, "methods.uniform=[1.25,1.5]", "resume=true")
     assert "1 of 3 methods reused" in proc.stdout
     resumed = json.loads((tmp_path / "results.json").read_text())
     for name in ("unpatched", "uniform rope 1.25"):  # the reused and the re-scored method: the same numbers
         assert resumed["methods"][name]["scores"] == first["methods"][name]["scores"]
     assert resumed["intervals"]["uniform rope 1.25 - unpatched"] == first["intervals"]["uniform rope 1.25 - unpatched"]
-    assert [json.loads(line)["method"] for line in log.read_text().splitlines()] == [
-        "unpatched", "uniform rope 1.25", "uniform rope 1.5"]
+    assert [r.get("method") or r["kind"] for r in map(json.loads, log.read_text().splitlines())] == [
+        "spec", "unpatched", "spec", "uniform rope 1.25", "uniform rope 1.5"]  # a run record per run
+    assert resumed["run"]["config"]["methods"]["uniform"] == [1.25, 1.5] and resumed["run"]["command"] == "evaluate"
 
 
 def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
@@ -91,16 +92,18 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
                    f"hydra.run.dir={grown}")
     assert "0 of 2 methods reused" in proc.stdout and "2 extended: only their new samples scored" in proc.stdout
     run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=3", f"hydra.run.dir={fresh}")
-    records = [json.loads(line) for line in (grown / "rows.jsonl").read_text().splitlines()]
+    rows_of = lambda folder: [r for r in map(json.loads, (folder / "rows.jsonl").read_text().splitlines())  # noqa: E731
+                              if "method" in r]
+    records = rows_of(grown)
     assert [r["method"] for r in records] == ["unpatched", "uniform rope 1.25"] * 2
     assert {r["context"] for r in records[-1]["rows"]["kv_retrieval"]} == {0, 1, 2}
-    assert records[2]["rows"] == json.loads((fresh / "rows.jsonl").read_text().splitlines()[0])["rows"]
+    assert records[2]["rows"] == rows_of(fresh)[0]["rows"]
     assert logged_rows(grown) == logged_rows(fresh)  # each method's most complete record: all three draws
     first, again = (json.loads((d / "results.json").read_text()) for d in (grown, fresh))
     assert first["methods"] == again["methods"] and first["intervals"] == again["intervals"]
     # fewer samples: a subset of the rows already there, nothing scored
     proc = run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=1", "resume=true",
                    f"hydra.run.dir={grown}")
-    assert "2 of 2 methods reused" in proc.stdout and len((grown / "rows.jsonl").read_text().splitlines()) == 4
+    assert "2 of 2 methods reused" in proc.stdout and len(rows_of(grown)) == 4
     counts = json.loads((grown / "results.json").read_text())["methods"]["unpatched"]["scores"]["kv_retrieval"]
     assert {stats["count"] for stats in counts.values()} == {1}

@@ -13,6 +13,13 @@ from lpes_framework.export import factors_record, load_factors, write_json_atomi
 FACTORS = [1.0, 1.2, 1.6, 1.9]
 
 
+def llama_block() -> dict:
+    """The model block of ``tiny_model("llama")``, as a search on it records."""
+    from lpes_framework.models import describe
+
+    return describe(tiny_model("llama")).as_dict()
+
+
 def write(tmp_path, record):
     path = tmp_path / "best_factors.json"
     write_json_atomic(path, record)
@@ -21,7 +28,7 @@ def write(tmp_path, record):
 
 def test_factors_file_applies_in_one_line(tmp_path):
     model = tiny_model("llama")
-    path = write(tmp_path, factors_record(model={}, scheme={"name": "ntk"}, factors=FACTORS))
+    path = write(tmp_path, factors_record(model=llama_block(), scheme={"name": "ntk"}, factors=FACTORS))
     ids = torch.randint(3, 97, (1, 40))
     with torch.no_grad(), apply_factors_file(model, path):
         from_file = model(ids).logits
@@ -72,9 +79,7 @@ def test_bad_factors_files(tmp_path, content, match):
     ("llama", {"head_dim": 32}, "head_dim"),
 ])
 def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
-    from lpes_framework.models import describe
-
-    searched = describe(tiny_model("llama"), "tiny").as_dict()
+    searched = llama_block()
     path = write(tmp_path, factors_record(model=searched, scheme={"name": "rope"}, factors=FACTORS))
     apply_factors_file(tiny_model("llama", seed=1), path).remove()  # same layout, other weights: fine
     with pytest.raises(LpesError, match=f"{path}: searched on a model with {field}="):
@@ -87,7 +92,7 @@ def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkey
 
     presets = tmp_path / "presets"
     presets.mkdir()
-    write_json_atomic(presets / "tiny-ntk.json", factors_record(model={}, scheme={"name": "ntk"}, factors=FACTORS))
+    write_json_atomic(presets / "tiny-ntk.json", factors_record(model=llama_block(), scheme={"name": "ntk"}, factors=FACTORS))
     monkeypatch.setattr(export, "PRESETS", presets)
     monkeypatch.chdir(tmp_path)
     model = tiny_model("llama")
@@ -98,7 +103,26 @@ def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkey
         direct = model(ids).logits
     assert torch.equal(by_name, direct)
     assert file_method_names(["tiny-ntk"]) == {"tiny-ntk": "preset tiny-ntk"}
-    write_json_atomic(tmp_path / "tiny-ntk", factors_record(model={}, scheme={"name": "pi"}, factors=FACTORS))
+    write_json_atomic(tmp_path / "tiny-ntk", factors_record(model=llama_block(), scheme={"name": "pi"}, factors=FACTORS))
     assert load_factors("tiny-ntk")["scheme"]["name"] == "pi"  # an existing path is never shadowed
     with pytest.raises(LpesError, match="nor a shipped preset of that name; presets: tiny-ntk"):
         load_factors("tiny-yarn")
+
+
+def test_a_damaged_model_cache_is_detected_and_removed_with_a_line(tmp_path, capsys):
+    from lpes_framework.models import _cached, _save_atomically, damage
+
+    folder = tmp_path / "model"
+    _save_atomically(tiny_model("llama"), folder)
+    assert damage(folder, hashes=True) is None and _cached(folder, hashes=True)
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # same size, other contents: only the hash sees it
+    weights.write_bytes(bytes(data))
+    assert damage(folder, hashes=False) is None
+    assert damage(folder, hashes=True) == "model.safetensors does not match its hash"
+    weights.write_bytes(bytes(data[:100]))  # cut short, as by a full disk
+    assert damage(folder, hashes=False) == "model.safetensors is missing or has the wrong size"
+    assert not _cached(folder) and not folder.exists()  # removed, so the next load converts again
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (f"lpes: the model cache {folder} is damaged (model.safetensors is "
+                                                               "missing or has the wrong size); rebuilding it from the GGUF file")

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from conftest import model_block
 from lpes_framework.export import factors_record, write_json_atomic
 
 pytestmark = pytest.mark.slow
@@ -56,8 +57,8 @@ def test_all_ones_equal_hf_and_other_factors_change_the_scores(local_task, embed
     model_dir, tok_dir = embedded_dirs
     args = {"pretrained": str(model_dir), "tokenizer": str(tok_dir), "dtype": "float32"}
     ones, scaled = tmp_path / "ones.json", tmp_path / "scaled.json"
-    write_json_atomic(ones, factors_record(model={}, scheme={"name": "rope"}, factors=[1.0] * 30))
-    write_json_atomic(scaled, factors_record(model={}, scheme={"name": "rope"}, factors=[2.0] * 30))
+    write_json_atomic(ones, factors_record(model=model_block("smollm2"), scheme={"name": "rope"}, factors=[1.0] * 30))
+    write_json_atomic(scaled, factors_record(model=model_block("smollm2"), scheme={"name": "rope"}, factors=[2.0] * 30))
     hf = loglikelihoods(local_task, "hf", args)
     assert len(hf) == 12 and all(x < 0 for x in hf)
     assert loglikelihoods(local_task, "lpes", args | {"factors": str(ones)}) == hf
@@ -68,7 +69,7 @@ def test_all_ones_equal_hf_and_other_factors_change_the_scores(local_task, embed
 def test_command_line_wrapper_knows_the_lpes_model(local_task, embedded_dirs, tmp_path):
     model_dir, tok_dir = embedded_dirs
     factors = tmp_path / "f.json"
-    write_json_atomic(factors, factors_record(model={}, scheme={"name": "ntk"}, factors=[1.2] * 30))
+    write_json_atomic(factors, factors_record(model=model_block("smollm2"), scheme={"name": "ntk"}, factors=[1.2] * 30))
     proc = subprocess.run(
         [sys.executable, "-m", "lpes_framework.lm_eval", "run", "--model", "lpes", "--model_args",
          f"pretrained={model_dir},tokenizer={tok_dir},factors={factors}", "--tasks", "lpes_local_choice",

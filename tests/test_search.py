@@ -34,7 +34,12 @@ def test_search_writes_every_output(ga_run):
     assert best["task"]["name"] == "kv_retrieval" and best["task"]["pairs"] == 6  # the regime to re-test in
     rows = read_jsonl(out / "evaluations.jsonl")
     assert [r["kind"] for r in rows[:2]] == ["spec", "baseline"]  # the run's settings first, before any score
-    assert rows[0]["spec"]["model_as_read"] == {"n_layers": 4, "trained_context": 2048}
+    spec = rows[0]["spec"]
+    assert spec["command"] == "search" and spec["config"]["optimizer"]["name"] == "ga"
+    assert {k: spec["model"][k] for k in ("architecture", "n_layers", "head_dim", "trained_context")} == {
+        "architecture": "LlamaForCausalLM", "n_layers": 4, "head_dim": 16, "trained_context": 2048}
+    assert spec["model"]["rope_parameters"]["rope_theta"] == spec["model"]["rope_theta"]
+    assert best["run"] == spec  # the result carries the run record it was made with
     candidates = [r for r in rows if r["kind"] == "candidate"]
     assert len(candidates) == 5 + 4 + 4  # generation 0, then mutations + crossovers twice
     assert all({"genome", "factors", "scores", "outcome", "seconds"} <= r.keys() for r in candidates)
@@ -131,7 +136,7 @@ def test_resume_with_different_config_is_refused(ga_run, tmp_path):
     for name in ("evaluations.jsonl", "checkpoint.json"):
         (tmp_path / name).write_bytes((reference / name).read_bytes())
     proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true", "pos=ntk", check=False)
-    assert proc.returncode == 2 and "holds a search with other settings (config.pos.name" in proc.stderr
+    assert proc.returncode == 2 and "holds a search with other settings (pos.name" in proc.stderr
 
 
 def test_a_kill_before_the_first_checkpoint_then_a_resume_with_another_model_is_refused(ga_run, tmp_path):
@@ -143,7 +148,7 @@ def test_a_kill_before_the_first_checkpoint_then_a_resume_with_another_model_is_
                    "model.random.num_hidden_layers=2", "fitness.end_penalty=1.0", check=False)
     assert proc.returncode == 2
     line = proc.stderr.strip().splitlines()[-1]
-    assert "config.fitness.end_penalty" in line and "model_as_read.n_layers" in line, line
+    assert "fitness.end_penalty" in line and "the model's n_layers" in line, line
     assert (tmp_path / "evaluations.jsonl").read_bytes() == before
 
 
@@ -185,10 +190,32 @@ def test_multirun_sweep_writes_one_run_per_job(tmp_path, launcher):
     assert curves == {"bezier", "free"}
 
 
-def test_wandb_logger_path_runs_disabled(tmp_path):
-    run_cli("lpes_framework", *TINY_SEARCH, "optimizer.generations=1", "logger=wandb", "logger.mode=disabled",
-            f"hydra.run.dir={tmp_path}")
-    assert (tmp_path / "best_factors.json").is_file()
+def test_the_wandb_logger_gets_every_generation_and_the_summary(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from lpes_framework.config import compose_config
+    from lpes_framework.search import run_search
+
+    calls = {"log": [], "finish": 0}
+    run = SimpleNamespace(summary={}, log=lambda metrics, step: calls["log"].append((step, metrics)),
+                          finish=lambda: calls.__setitem__("finish", calls["finish"] + 1))
+
+    def init(**kwargs):
+        calls["init"] = kwargs
+        return run
+
+    fake = SimpleNamespace(init=init, Table=lambda columns, data: data,
+                           plot=SimpleNamespace(line=lambda table, x, y, title: table))
+    monkeypatch.setitem(sys.modules, "wandb", fake)  # wandb's own client would need a login or write binary files
+    run_search(compose_config("config", [*TINY_SEARCH, "optimizer.generations=2", "logger=wandb"]), tmp_path)
+    assert calls["init"]["mode"] == "offline" and calls["init"]["project"] == "lpes"  # offline unless told
+    assert calls["init"]["config"]["optimizer"]["generations"] == 2
+    log = json.loads((tmp_path / "checkpoint.json").read_text())["log"]
+    assert [step for step, _ in calls["log"]] == [entry["generation"] for entry in log] == [1, 2]
+    assert [m["best_fitness"] for _, m in calls["log"]] == [entry["best_fitness"] for entry in log]
+    assert all(len(m["best_factors"]) == 4 for _, m in calls["log"])  # one (layer, factor) row per layer
+    best = json.loads((tmp_path / "best_factors.json").read_text())
+    assert run.summary == {"best_fitness": best["metrics"]["search"]["fitness"]} and calls["finish"] == 1
 
 
 def test_the_identity_among_the_top_candidates_takes_the_unpatched_validation_scores(tmp_path):

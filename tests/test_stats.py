@@ -19,11 +19,13 @@ def test_middle_positions_are_all_but_the_ends_by_depth():
 
 def test_a_sure_gain_has_a_tight_interval():
     contexts = range(30)
-    found = rows({(c, p): p != 9 or True for c in contexts for p in (0, 5, 9)})
-    base = rows({(c, p): p != 5 for c in contexts for p in (0, 5, 9)})
+    found = rows({(c, p): True for c in contexts for p in (0, 5, 9)})  # right everywhere
+    base = rows({(c, p): p != 5 for c in contexts for p in (0, 5, 9)})  # wrong in the middle only
     result = paired_bootstrap(found, base)
     assert result["5"].delta == result["5"].low == result["5"].high == 100.0
-    assert result["0"].delta == 0.0 and result["middle"].delta == 100.0
+    assert (result["0"].delta, result["0"].low, result["0"].high) == (0.0, 0.0, 0.0) == (
+        result["9"].delta, result["9"].low, result["9"].high)
+    assert result["middle"].delta == 100.0
 
 
 def test_identical_methods_give_zero_and_noise_gives_an_interval_around_the_estimate():

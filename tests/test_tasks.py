@@ -106,9 +106,15 @@ def test_mdqa_reads_lost_in_the_middle_files(tmp_path):
         for q in range(4):
             ctxs = [{"title": f"t{i}", "text": f"doc {q}-{i}", "isgold": i == 3} for i in range(5)]
             fh.write(json.dumps({"question": f"q{q}?", "answers": [f"a{q}", f"alt{q}"], "ctxs": ctxs}) + "\n")
-    task = TASKS.build({"name": "mdqa", "path": str(path), "documents": 5, "gold_positions": [0, 4]})
+    task = TASKS.build({"name": "mdqa", "path": str(path), "documents": 5, "gold_positions": [0, 4],
+                        "samples_per_position": 2})
+    assert [s.answer for s in task.samples("search")] == [" a0", " a0", " a2", " a2"]  # records 0 and 2
+    with pytest.raises(LpesError, match=r"mdqa: the test split of .* holds 1 records, fewer than samples_per_position=2"):
+        task.samples("test")  # one record in four goes to test: asking for two is refused, not under-sampled
+    task = TASKS.build({"name": "mdqa", "path": str(path), "documents": 5, "gold_positions": [0, 4],
+                        "samples_per_position": 1})
     search, test = task.samples("search"), task.samples("test")
-    assert [s.answer for s in search] == [" a0", " a0", " a2", " a2"] and test[0].answer == " a1"
+    assert [s.answer for s in search] == [" a0", " a0"] and test[0].answer == " a1"
     assert "Document [1](Title: t3) doc 0-3" in search[0].prompt
     assert "Document [5](Title: t3) doc 0-3" in search[1].prompt
     path.write_bytes(b"\x1f\x8b garbage")

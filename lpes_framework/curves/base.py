@@ -61,18 +61,31 @@ class Curve:
     def shape(self, genes: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def repair(self, genome: Sequence[float]) -> np.ndarray:
-        """The nearest valid genome: right length, finite, clipped to bounds, sorted if monotone."""
+    def _finite(self, genome: Sequence[float]) -> np.ndarray:
         genes = np.asarray(genome, dtype=float)
         if genes.shape != (self.n_genes,):
             raise LpesError(f"{self.name} curve takes {self.n_genes} genes, got {genes.size}")
         if not np.all(np.isfinite(genes)):
             raise LpesError(f"genome has non-finite genes: {genes.tolist()}")
-        genes = np.clip(genes, self.low, self.high)
+        return genes
+
+    def repair(self, genome: Sequence[float]) -> np.ndarray:
+        """The nearest valid genome: right length, finite, clipped to bounds, sorted if monotone."""
+        genes = np.clip(self._finite(genome), self.low, self.high)
         if self.monotone == "increasing":
             genes = np.sort(genes)
         elif self.monotone == "decreasing":
             genes = np.sort(genes)[::-1]
+        return genes
+
+    def checked(self, genome: Sequence[float], what: str) -> np.ndarray:
+        """A genome given by a user, as it is: out-of-bounds genes are an error here, not clipped (the
+        clipping in ``repair`` is for optimizers' mutations)."""
+        genes = self._finite(genome)
+        outside = [g for g in genes.tolist() if not self.low <= g <= self.high]
+        if outside:
+            raise LpesError(f"{what}: genes {outside} lie outside the {self.name} curve's bounds "
+                            f"[{self.low}, {self.high}] (set curve.low / curve.high)")
         return genes
 
     def factors(self, genome: Sequence[float]) -> np.ndarray:

@@ -106,10 +106,10 @@ class Evaluator:
 def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None) -> dict:
     """One Evaluator per split: the tasks' samples tokenised and checked against the model's window
     (tokenizer and config only: no weights)."""
-    from ..models import load_tokenizer, peek
+    from ..models import identify, load_tokenizer
 
     tokenizer = tokenizer or load_tokenizer(cfg.model)
-    context = peek(cfg.model).trained_context
+    context = identify(cfg.model).trained_context
     return {split: Evaluator(tokenizer, tasks, split=split, trained_context=context, batch_size=cfg.batch_size,
                              scoring=cfg.scoring, share_prefix=cfg.share_prefix,
                              allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import torch
 
 from ..errors import LpesError
-from ..models import text_config
+from ..hf import text_config
 from .schemes import RopeSpec, Scheme, check_factor
 
 # These rope types recompute their frequencies from the running length inside the rotary module; a

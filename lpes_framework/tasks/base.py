@@ -101,10 +101,15 @@ class Task:
         return out
 
     def drawn(self, records: Sequence, split: str) -> list[tuple[int, object]]:
-        """(draw, record) of a split's records: up to ``samples_per_position`` of them, or the chosen
-        draws of a copy (``with_draws``), which must all exist."""
+        """(draw, record) of a split's records: the first ``samples_per_position`` of them, or the chosen
+        draws of a copy (``with_draws``), which must all exist (fewer would under-sample the split without
+        a word, and an empty one fails only at validation, after the whole search)."""
         chosen = getattr(self, "_chosen_draws", None)
         if chosen is None:
+            if len(records) < self.samples_per_position:
+                raise LpesError(f"{self.name}: the {split} split of {getattr(self, 'path', None)} holds {len(records)} records, fewer "
+                                f"than samples_per_position={self.samples_per_position} (a file's records go 1/2 "
+                                "to search, 1/4 each to validation and test): lower it or use a larger file")
             return list(enumerate(records[: self.samples_per_position]))
         if chosen and max(chosen) >= len(records):
             raise LpesError(f"{self.name}: the {split} split holds {len(records)} records, too few for draw "
