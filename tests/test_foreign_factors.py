@@ -79,3 +79,17 @@ def test_lm_eval_checks_the_pretrained_config_before_its_weights(tmp_path):
     with pytest.raises(LpesError, match="with architecture='Qwen2ForCausalLM', this model has 'LlamaForCausalLM'"):
         check_pretrained(str(tmp_path / "model"), str(path), allow_foreign=False)
     check_pretrained(str(tmp_path / "model"), str(path), allow_foreign=True)
+
+
+def test_a_saved_patched_model_whose_block_names_another_model_is_refused_on_load(tmp_path):
+    import json
+
+    from lpes_framework import apply_layer_scaling, build_scheme, load_patched, save_patched
+
+    model = tiny_model("llama")
+    save_patched(model, apply_layer_scaling(model, FACTORS, build_scheme({"name": "pi"})), tmp_path / "saved")
+    config = json.loads((tmp_path / "saved" / "config.json").read_text())
+    config["lpes"]["model"]["rope_theta"] = 1e6  # the block of a model with another RoPE base
+    (tmp_path / "saved" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(LpesError, match=r"config.json \(lpes block\): searched on .* with rope_theta=1000000.0"):
+        load_patched(tmp_path / "saved")
