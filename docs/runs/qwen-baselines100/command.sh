@@ -6,7 +6,7 @@
 # docs/runs/qwen-baselines60/tune.sh), each a factors file under its own scheme; perplexity of each.
 # Uniform NTK 1.5 is scored on 200 haystacks in docs/runs/qwen-free-ga-heldout.
 # About 15 min a method alone on the 2 cores; a killed run resumes with the methods it finished.
-# Then versus_found.py: the shipped preset minus each, on the same haystacks.
+# Then the analysis: the shipped preset minus each, on the same haystacks (versus_found.txt).
 set -eo pipefail
 here=docs/runs/qwen-baselines100
 tuned=docs/runs/qwen-baselines60
@@ -24,4 +24,6 @@ python -m lpes_framework.evaluate model=qwen2.5-0.5b task.pairs=50 'task.gold_po
     pos=mspoe 'methods.uniform=[1.0]' \
     "methods.factors_files=[$here/pi-best/best_factors.json,$tuned/yarn-best/best_factors.json]" \
     +task@extra_tasks.perplexity=perplexity resume=true hydra.run.dir=$here/test "$@"
-python $here/versus_found.py | tee $here/versus_found.txt  # the shipped preset minus each, same haystacks
+# the shipped preset (scored on 200 haystacks there) minus each, on the 100 haystacks both folders scored
+python -m lpes_framework.analysis versus $here/test docs/runs/qwen-free-ga-heldout --method "file qwen-free-ga-heldout" \
+    --blocks 0-99 | tee $here/versus_found.txt

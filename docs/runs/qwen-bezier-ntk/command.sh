@@ -6,7 +6,7 @@
 # Fitness weights: log-prob led (logprob_weight 10, end_penalty 0.5) instead of the defaults (0.1, 2):
 # on the 60-haystack held-out rows they separated a real 2.5-point middle loss from 10-haystack noise
 # 2.3x better (separation -1.78 vs -0.77); on the 100 they do now, 2.1x better (-1.60 vs -0.77,
-# noise_floor.txt; docs/runs/qwen-lowfreq-heldout/noise_floor.py).
+# noise_floor.txt; docs/runs/qwen-lowfreq-heldout/command.sh).
 # Long: run it in the background from a git worktree with PYTHONPATH=<worktree>;
 # `command.sh resume=true` continues it.
 python -m lpes_framework model=qwen2.5-0.5b task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' \

@@ -5,7 +5,7 @@
 # here on the 100 held-out haystacks per gold position of docs/runs/qwen-lowfreq-heldout, whose unpatched
 # rows it reuses. Its factors file takes the model, scheme and task blocks of variant C's answer (the same
 # regime). ~14 min per method and 100 haystacks alone on the 2 cores: first 100 haystacks (unpatched reused),
-# then 100 fresh ones that no other method has seen (halves.py), then uniform NTK 1.5 on all 200.
+# then 100 fresh ones that no other method has seen (halves.txt), then uniform NTK 1.5 on all 200.
 set -eo pipefail
 here=docs/runs/qwen-free-ga-heldout
 mkdir -p $here
@@ -25,7 +25,8 @@ PY
 [ -e $here/rows.jsonl ] || grep '"method": "unpatched"' docs/runs/qwen-lowfreq-heldout/rows.jsonl > $here/rows.jsonl
 # uniform NTK 1.5: the best uniform NTK on the search split (docs/runs/qwen-baselines60/summary.json)
 python bench/heldout_gain.py --preset $here/best_factors.json --samples 200 --uniform 1.5 --out $here "$@"
-python $here/halves.py | tee $here/halves.txt
+python -m lpes_framework.analysis versus $here --method "file qwen-free-ga-heldout" --blocks 0-99 100-199 \
+    | tee $here/halves.txt  # the reused and the fresh haystacks apart
 # the attention analysis reads its regime from a run's config: variant C's, the regime this search ran in
 mkdir -p $here/.hydra && cp docs/runs/qwen-bezier-ntk/.hydra/config.yaml $here/.hydra/
 python -m lpes_framework.attention $here --samples 5

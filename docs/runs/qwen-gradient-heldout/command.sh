@@ -2,10 +2,10 @@
 # Issue 23: the gradient search's answer (docs/runs/qwen-gradient-pi/best_factors.json) re-tested on the first
 # 100 held-out haystacks x 10 gold positions of docs/runs/qwen-free-ga-heldout, whose rows (unpatched, the
 # shipped preset, uniform NTK 1.5) it reuses: only the new schedule is scored (~15 min alone on 2 cores).
-# versus.py then gives the new schedule minus each of them with paired intervals over haystacks.
+# The analysis then gives the new schedule minus each of them with paired intervals over haystacks.
 set -eo pipefail
 here=docs/runs/qwen-gradient-heldout
 [ -e $here/rows.jsonl ] || cp docs/runs/qwen-free-ga-heldout/rows.jsonl $here/rows.jsonl
 python bench/heldout_gain.py --preset docs/runs/qwen-gradient-pi/best_factors.json --samples 100 --uniform \
     --out $here "$@"
-python $here/versus.py | tee $here/versus.txt
+python -m lpes_framework.analysis versus $here --method "file qwen-gradient-pi" | tee $here/versus.txt

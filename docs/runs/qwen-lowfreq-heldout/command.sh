@@ -5,3 +5,11 @@
 # growing it (60 to 100 here) scores only the new haystacks of each method.
 python bench/heldout_gain.py --preset docs/runs/qwen-bezier-lowfreq/best_factors.json --samples 100 \
     --out docs/runs/qwen-lowfreq-heldout "$@"
+# The search's noise floor from these rows (a few seconds, no model): each method's fitness with its interval,
+# its spread over random 10-haystack subsets, and the separation under other fitness weights.
+for penalty in 2.0 0.5 0.0; do
+    for weight in 0.1 1.0 10.0 100.0; do
+        echo "end_penalty=$penalty logprob_weight=$weight"
+        python -m lpes_framework.analysis noise docs/runs/qwen-lowfreq-heldout --end-penalty $penalty --logprob-weight $weight
+    done
+done | tee docs/runs/qwen-lowfreq-heldout/noise_floor.txt

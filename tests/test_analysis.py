@@ -1,0 +1,72 @@
+"""Analyses of scored rows: methods paired by (haystack, position), several folders joined only when
+their unpatched rows agree, blocks of haystacks, the log-prob interval and the noise floor."""
+
+import pytest
+
+from lpes_framework.analysis import folder_rows, logprob_bootstrap, noise_floor, paired, versus
+from lpes_framework.errors import LpesError
+from lpes_framework.evaluate import logged_rows
+from lpes_framework.fitness import FitnessWeights
+from lpes_framework.jsonio import dumps
+from lpes_framework.registries import TASKS
+from lpes_framework.results import ScoreRow, rows_to_json
+
+
+def rows(exact, logprob=-1.0, contexts=range(4), positions=(0, 5, 9)):
+    return [ScoreRow(position=p, logprob=logprob, exact=exact(c, p), first=exact(c, p), first_logprob=logprob,
+                     tokens=2, context=c) for c in contexts for p in positions]
+
+
+def write_folder(folder, methods):
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text("".join(
+        dumps({"key": name, "method": name, "rows": rows_to_json({"kv_retrieval": per})}) + "\n"
+        for name, per in methods.items()))
+    return folder
+
+
+def test_methods_pair_by_sample_not_by_order():
+    a = rows(lambda c, p: True)
+    b = rows(lambda c, p: p != 5)[::-1]  # the same samples, another order
+    mine, theirs = paired(a, b)
+    assert [(r.context, r.position) for r in mine] == [(r.context, r.position) for r in theirs]
+    assert sum(x.exact != y.exact for x, y in zip(mine, theirs)) == 4  # position 5 of each haystack
+
+
+def test_versus_gives_middle_ends_positions_and_logprob_per_block():
+    table = {"found": rows(lambda c, p: True, logprob=-0.5), "unpatched": rows(lambda c, p: p != 5 or c >= 2)}
+    lines = versus(table, "found", [range(0, 2), range(2, 4), None])
+    assert lines[0].startswith("found - unpatched (haystacks 0-1): middle +100.0 [+100.0, +100.0]  ends +0.0 / +0.0"
+                               "  gold log-prob +0.5000 [+0.5000, +0.5000]")
+    assert lines[1].startswith("found - unpatched (haystacks 2-3): middle +0.0 [+0.0, +0.0]")
+    assert lines[2].startswith("found - unpatched (4 haystacks): middle +50.0")
+    with pytest.raises(LpesError, match="no method 'nope'"):
+        versus(table, "nope")
+
+
+def test_the_logprob_interval_resamples_haystacks():
+    a, b = rows(lambda c, p: True, logprob=-0.5), rows(lambda c, p: True, logprob=-1.0)
+    interval = logprob_bootstrap(a, b)
+    assert (interval.delta, interval.low, interval.high) == (0.5, 0.5, 0.5)
+
+
+def test_folders_join_only_when_their_unpatched_rows_agree(tmp_path):
+    base = rows(lambda c, p: p != 5)
+    first = write_folder(tmp_path / "a", {"unpatched": base, "found": rows(lambda c, p: True)})
+    second = write_folder(tmp_path / "b", {"unpatched": base[:6], "other": rows(lambda c, p: False, contexts=range(2))})
+    joined = folder_rows([first, second], "kv_retrieval")
+    assert sorted(joined) == ["found", "other", "unpatched"] and joined["unpatched"] == logged_rows(first)[
+        "unpatched"]["kv_retrieval"]
+    assert versus(joined, "found", [None])[1].startswith("found - other (2 haystacks): middle +100.0")
+    changed = write_folder(tmp_path / "c", {"unpatched": rows(lambda c, p: True)})
+    with pytest.raises(LpesError, match="unpatched rows differ"):
+        folder_rows([first, changed], "kv_retrieval")
+
+
+def test_the_noise_floor_is_the_spread_of_the_fitness_over_small_subsets():
+    task = {"kv_retrieval": TASKS.build({"name": "kv_retrieval", "pairs": 10, "gold_positions": [0, 5, 9]})}
+    table = {"unpatched": {"kv_retrieval": rows(lambda c, p: p != 5, contexts=range(20))},
+             "same": {"kv_retrieval": rows(lambda c, p: p != 5, contexts=range(20))}}
+    line, = noise_floor(table, task, FitnessWeights(), sample=5, subsets=20)
+    assert line.startswith("same: 20 haystacks +0.0000 [+0.0000, +0.0000]; first 5 +0.0000")
+    assert line.endswith("sd 0.0000, range +0.0000 to +0.0000; separation +nan")
