@@ -126,3 +126,27 @@ def test_a_damaged_model_cache_is_detected_and_removed_with_a_line(tmp_path, cap
     assert not _cached(folder) and not folder.exists()  # removed, so the next load converts again
     assert capsys.readouterr().err.strip().splitlines()[-1] == (f"lpes: the model cache {folder} is damaged (model.safetensors is "
                                                                "missing or has the wrong size); rebuilding it from the GGUF file")
+
+
+def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
+    from lpes_framework.preset import make_preset
+
+    source = write(tmp_path, factors_record(model=llama_block(), scheme={"name": "ntk"}, factors=FACTORS,
+                                            metrics={"search": {"fitness": 0.3}}))
+    heldout = tmp_path / "heldout"
+    heldout.mkdir()
+    scores = {"kv": {"0": {"accuracy": 0.5}}}
+    interval = {"kv": {"middle": {"delta": 2.0, "low": 1.0, "high": 3.0}}}
+    write_json_atomic(heldout / "results.json", {
+        "methods": {"unpatched": {"scores": scores}, f"file {tmp_path.name}": {"scores": scores}},
+        "intervals": {f"file {tmp_path.name} - unpatched": interval, "unpatched - x": {}}})
+    target = make_preset(str(source), heldout, "mine", tmp_path / "presets")
+    preset = json.loads(target.read_text())
+    assert target == tmp_path / "presets" / "mine.json" and preset["factors"] == FACTORS
+    assert preset["metrics"] == {"search": {"fitness": 0.3}, "test": {"unpatched": {"scores": scores},
+                                                                       "found": {"scores": scores}},
+                                 "intervals": {"found - unpatched": interval}}
+    (tmp_path / "other").mkdir()
+    stranger = write(tmp_path / "other", load_factors(source))  # a file the folder did not re-test
+    with pytest.raises(LpesError, match="no row 'file other'"):
+        make_preset(str(stranger), heldout, "x", tmp_path)
