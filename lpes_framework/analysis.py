@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import LpesError
+from .fitness import end_positions, fitness_interval
 from .results import ScoreRow
 from .stats import Interval, middle_positions, paired_bootstrap
 
@@ -56,10 +57,9 @@ def _by_sample(rows: Sequence[ScoreRow]) -> dict[tuple, ScoreRow]:
 
 
 def paired(a: Sequence[ScoreRow], b: Sequence[ScoreRow], haystacks: range | None = None):
-    """The rows of ``a`` and ``b`` on the samples both scored (within ``haystacks``), in the same order."""
+    """The rows of ``a`` and ``b`` on the samples both scored (within ``haystacks``), in ``a``'s order."""
     mine, theirs = _by_sample(a), _by_sample(b)
-    keys = sorted((k for k in mine.keys() & theirs.keys() if haystacks is None or k[0] in haystacks),
-                  key=lambda k: (k[0], float(k[1])))
+    keys = [k for k in mine if k in theirs and (haystacks is None or k[0] in haystacks)]
     return [mine[k] for k in keys], [theirs[k] for k in keys]
 
 
@@ -93,10 +93,12 @@ def versus(rows: Rows, method: str, blocks: Sequence[range | None] = (None,)) ->
             interval = paired_bootstrap(a, b)
             positions = [p for p in interval if p != "middle"]
             inner = middle_positions(positions)
+            # one gold position: it is both ends
+            shallow, deep = sorted(end_positions(positions), key=float) or (positions[0], positions[0])
             logprob = logprob_bootstrap(a, b)
             span = f"haystacks {block.start}-{block.stop - 1}" if block else f"{len({r.context for r in a})} haystacks"
             lines.append(f"{method} - {other} ({span}): middle {interval['middle']}  ends "
-                         f"{interval[positions[0]].delta:+.1f} / {interval[positions[-1]].delta:+.1f}  gold log-prob "
+                         f"{interval[shallow].delta:+.1f} / {interval[deep].delta:+.1f}  gold log-prob "
                          f"{logprob.delta:+.4f} [{logprob.low:+.4f}, {logprob.high:+.4f}]\n  "
                          + "  ".join(f"{p}: {interval[p]}" for p in inner))
     return lines
@@ -108,8 +110,6 @@ def noise_floor(rows: Mapping[str, Mapping[str, list[ScoreRow]]], tasks: Mapping
     own formula) with its 95% interval on all haystacks and on the first ``sample`` of them, and its spread
     over random ``sample``-haystack subsets (the search's and validation's sample size); the separation (fitness over that spread) says
     how well a search at ``sample`` haystacks can see the effect under these weights."""
-    from .fitness import fitness_interval
-
     haystacks = sorted({r.context for per in rows["unpatched"].values() for r in per})
 
     def on(method: str, keep) -> dict:

@@ -271,15 +271,14 @@ class Search:
         best uniform scaling, with paired bootstrap intervals over contexts, and write the result."""
         top = self.top_candidates(int(self.cfg.validation.top_k))
         uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
-        uniform_method = uniform_method_name(self.scheme_cfg["name"], uniform), ([uniform] * self.shape.n_layers,
-                                                                                 self.scheme_cfg)
+        uniform_name = uniform_method_name(self.scheme_cfg["name"], uniform)
+        uniform_job = ([uniform] * self.shape.n_layers, self.scheme_cfg)
         candidates = {candidate_name(i): (self.curve.factors(g), self.scheme_cfg) for i, (g, _) in enumerate(top)}
         resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
-        choice = select(top, self._validate(candidates, dict([uniform_method])), self.tasks, self.weights,
+        choice = select(top, self._validate(candidates, {uniform_name: uniform_job}), self.tasks, self.weights,
                         resamples=resamples, seed=seed)
         factors = candidates[choice.name][0]
-        uniform_name = uniform_method[0]
-        test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: uniform_method[1],
+        test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: uniform_job,
                                                "found": (factors, self.scheme_cfg)})
         test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
         test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
