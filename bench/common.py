@@ -16,7 +16,7 @@ def embedded(overrides=()):
     import torch
 
     from lpes_framework.config import compose_config
-    from lpes_framework.models import load_model
+    from lpes_framework.model.load import load_model
 
     torch.set_num_threads(2)
     cfg = compose_config("config", ["model=smollm2", *overrides])

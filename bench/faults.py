@@ -70,7 +70,7 @@ class Judge:
 
 
 def factors_file(path: Path, model: dict, factors: list[float]) -> Path:
-    from lpes_framework.export import factors_record, write_json_atomic
+    from lpes_framework.model.factors import factors_record, write_json_atomic
 
     write_json_atomic(path, factors_record(model=model, scheme={"name": "pi"}, factors=factors))
     return path
@@ -78,7 +78,7 @@ def factors_file(path: Path, model: dict, factors: list[float]) -> Path:
 
 def run(tmp: Path, judge: Judge, cache: bool) -> None:
     from lpes_framework.config import compose_config
-    from lpes_framework.models import identify
+    from lpes_framework.model.load import identify
 
     block = identify(compose_config("config", ["model=tiny"]).model).as_dict()
     reference = tmp / "reference"
@@ -87,7 +87,7 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
     # a second process in a folder another one holds
     busy = tmp / "busy"
     busy.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys; from lpes_framework.store import RunLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from lpes_framework.io.store import RunLock; "
                                f"lock = RunLock({str(busy)!r}).acquire(); print('held', flush=True); sys.stdin.read()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     holder.stdout.readline()
@@ -128,7 +128,7 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
     before = snapshot(crafted)
     judge.refused("crafted checkpoint.pkl, resume", cli("lpes_framework", *SEARCH, f"hydra.run.dir={crafted}",
                                                         "resume=true"), "checkpoint of an older lpes", crafted, before)
-    judge.refused("crafted checkpoint.pkl, status", cli("lpes_framework.status", str(crafted)),
+    judge.refused("crafted checkpoint.pkl, status", cli("lpes_framework.commands.status", str(crafted)),
                   "checkpoint of an older lpes", crafted, before)
     judge.check("crafted pickle never ran", not marker.exists(), "no file created")
 
@@ -139,10 +139,10 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
     for label, path, words in (("foreign factors, evaluate", foreign, "head_dim=128"),
                                ("factors without a model block, evaluate", blockless, "holds no 'model' block"),
                                ("a factor of 1e300, evaluate", huge, "factors must be finite and in")):
-        judge.refused(label, cli("lpes_framework.evaluate", *TINY, f"methods.factors_files=[{path}]",
+        judge.refused(label, cli("lpes_framework.commands.evaluate", *TINY, f"methods.factors_files=[{path}]",
                                  f"hydra.run.dir={tmp / 'eval'}"), words)
     before = snapshot(reference)
-    judge.refused("foreign factors, attention", cli("lpes_framework.attention", str(reference), "--factors",
+    judge.refused("foreign factors, attention", cli("lpes_framework.commands.attention", str(reference), "--factors",
                                                     str(foreign), "--samples", "1"), "head_dim=128", reference, before)
 
     # values that used to fail after the weights loaded
@@ -170,17 +170,17 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
 def damaged_cache(tmp: Path, judge: Judge) -> None:
     """A converted model cut short (as by a full disk) is rebuilt, with a line, and the command succeeds."""
     from lpes_framework.config import compose_config
-    from lpes_framework.models import ModelSpec, _converted, resolve_source
+    from lpes_framework.model.load import ModelSpec, _converted, resolve_source
 
     env = {"LPES_CACHE": str(tmp / "cache")}
     args = ["model=smollm2", "task.pairs=6", "task.gold_positions=[0,5]", "task.samples_per_position=1",
             "methods.uniform=[]", "progress=false", "extra_tasks={}"]
-    first = cli("lpes_framework.evaluate", *args, f"hydra.run.dir={tmp / 'c1'}", env=env)  # converts into the cache
+    first = cli("lpes_framework.commands.evaluate", *args, f"hydra.run.dir={tmp / 'c1'}", env=env)  # converts into the cache
     os.environ["LPES_CACHE"] = env["LPES_CACHE"]
     folder = _converted(*resolve_source(ModelSpec.of(compose_config("config", ["model=smollm2"]).model)), "model")
     weights = next(folder.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
-    again = cli("lpes_framework.evaluate", *args, f"hydra.run.dir={tmp / 'c2'}", env=env)
+    again = cli("lpes_framework.commands.evaluate", *args, f"hydra.run.dir={tmp / 'c2'}", env=env)
     rebuilt = first.returncode == 0 and again.returncode == 0 and "is damaged" in again.stderr
     same = rebuilt and (json.loads((tmp / "c1" / "results.json").read_text())["methods"]
                         == json.loads((tmp / "c2" / "results.json").read_text())["methods"])

@@ -87,10 +87,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    from lpes_framework.curves import build_curve
-    from lpes_framework.fitness import FitnessWeights
+    from lpes_framework.position.curves import build_curve
+    from lpes_framework.evaluation.fitness import FitnessWeights
     from lpes_framework.position import apply_layer_scaling, build_scheme
-    from lpes_framework.scoring._gradient import sample_coefficients, value_and_gradient
+    from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
     from lpes_framework.scoring.teacher_forced import score_teacher_forced
 
     device = "cuda" if gpu else "cpu"

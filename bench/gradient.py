@@ -36,11 +36,11 @@ def main() -> None:
     parser.add_argument("--layers", type=int, nargs="*", help="only these layers (default: all)")
     args = parser.parse_args()
 
-    from lpes_framework.curves import build_curve
-    from lpes_framework.executors import Evaluator
-    from lpes_framework.fitness import FitnessWeights
+    from lpes_framework.position.curves import build_curve
+    from lpes_framework.execution import Evaluator
+    from lpes_framework.evaluation.fitness import FitnessWeights
     from lpes_framework.position import build_scheme
-    from lpes_framework.scoring._gradient import sample_coefficients, value_and_gradient
+    from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
     from lpes_framework.tasks import TASKS
 
     positions = [0, args.pairs // 4, args.pairs // 2, 3 * args.pairs // 4, args.pairs - 1]

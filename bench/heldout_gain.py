@@ -37,13 +37,13 @@ def main() -> None:
     args = parser.parse_args()
     from omegaconf import open_dict
 
-    from lpes_framework.comparison import uniform_method_name
+    from lpes_framework.evaluation.comparison import uniform_method_name
     from lpes_framework.config import compose_config
     from lpes_framework.errors import LpesError
-    from lpes_framework.evaluate import file_method_names, run_evaluate
-    from lpes_framework.export import load_factors
-    from lpes_framework.results import WHOLE_TEXT
-    from lpes_framework.stats import middle_positions
+    from lpes_framework.commands.evaluate import file_method_names, run_evaluate
+    from lpes_framework.model.factors import load_factors
+    from lpes_framework.tasks.base import WHOLE_TEXT
+    from lpes_framework.evaluation.stats import middle_positions
 
     record = load_factors(args.preset)
     run = record.get("run")  # the search's run record: its model and task; presets made before it, the task block

@@ -23,10 +23,10 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from lpes_framework.cli import plain, task_specs
-    from lpes_framework.executors import encode_splits
-    from lpes_framework.executors.local import LocalExecutor
-    from lpes_framework.executors.ray import RayExecutor
+    from lpes_framework.commands.cli import plain, task_specs
+    from lpes_framework.execution import encode_splits
+    from lpes_framework.execution.local import LocalExecutor
+    from lpes_framework.execution.ray import RayExecutor
 
     cfg, model, tok, info = embedded(["threads=1", "progress=false"])
     torch.set_num_threads(1)

@@ -78,8 +78,8 @@ def main() -> None:
     parser.add_argument("--plot", help="write best-so-far fitness vs forward-equivalents to this PNG")
     args = parser.parse_args()
     from lpes_framework.config import compose_config
-    from lpes_framework.search import Search
-    from lpes_framework.store import JsonLog
+    from lpes_framework.commands.search import Search
+    from lpes_framework.io.store import JsonLog
 
     _, model, tok, info = embedded([f"model={args.model}"])
     ga = [f"optimizer.generations={args.generations}", "optimizer.population=8", "optimizer.parents=4",
@@ -108,7 +108,7 @@ def main() -> None:
         reach = f"; reached free-GA's best ({target:+.4f}) after {cost_to_reach(c, target):.1f}" if target is not None else ""
         print(f"{name:10s} best fitness {c[-1][1]:+.4f} after {c[-1][0]:.1f} forward-equivalents{reach}")
     if args.plot:
-        from lpes_framework.plots import plot_convergence
+        from lpes_framework.report.plots import plot_convergence
 
         plot_convergence(curves, args.plot, title=f"{info.name}: search split fitness vs cost")
     line = []

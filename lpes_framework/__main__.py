@@ -12,13 +12,13 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from .cli import check_plugin_overrides, one_line_errors
+from .commands.cli import check_plugin_overrides, one_line_errors
 
 
 @hydra.main(config_path="pkg://lpes_framework.conf", config_name="config", version_base="1.3")
 @one_line_errors
 def _search(cfg: DictConfig) -> None:
-    from .search import run_search
+    from .commands.search import run_search
 
     run_search(cfg, Path(HydraConfig.get().runtime.output_dir))
 

@@ -36,7 +36,7 @@ def smollm2():
     """(model, tokenizer, info) of the embedded SmolLM2-135M, loaded once per test session."""
 
     from lpes_framework.config import compose_config
-    from lpes_framework.models import load_model
+    from lpes_framework.model.load import load_model
 
     cfg = compose_config("config", ["model=smollm2"])
     return load_model(cfg.model)
@@ -45,7 +45,7 @@ def smollm2():
 def model_block(group: str = "tiny") -> dict:
     """The ``model`` block a factors file searched on a model config group records: its identity."""
     from lpes_framework.config import compose_config
-    from lpes_framework.models import identify
+    from lpes_framework.model.load import identify
 
     return identify(compose_config("config", [f"model={group}"]).model).as_dict()
 

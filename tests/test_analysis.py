@@ -3,13 +3,13 @@ their unpatched rows agree, blocks of haystacks, the log-prob interval and the n
 
 import pytest
 
-from lpes_framework.analysis import folder_rows, logprob_bootstrap, noise_floor, paired, versus
+from lpes_framework.commands.analysis import folder_rows, logprob_bootstrap, noise_floor, paired, versus
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluate import logged_rows
-from lpes_framework.fitness import FitnessWeights
-from lpes_framework.jsonio import dumps
+from lpes_framework.commands.evaluate import logged_rows
+from lpes_framework.evaluation.fitness import FitnessWeights
+from lpes_framework.io.jsonio import dumps
 from lpes_framework.registries import TASKS
-from lpes_framework.results import ScoreRow, rows_to_json
+from lpes_framework.evaluation.results import ScoreRow, rows_to_json
 
 
 def rows(exact, logprob=-1.0, contexts=range(4), positions=(0, 5, 9)):

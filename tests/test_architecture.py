@@ -20,7 +20,7 @@ ZIGZAG = '''"""Zigzag: the first gene on even layers, the second on odd ones."""
 
 import numpy as np
 
-from ..registries import CURVES
+from ...registries import CURVES
 from .base import Curve
 
 
@@ -37,7 +37,7 @@ class Zigzag(Curve):
 def test_an_in_tree_curve_is_one_module_and_one_yaml(tmp_path):
     copy = tmp_path / "lpes_framework"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "curves" / "zigzag.py").write_text(ZIGZAG)
+    (copy / "position" / "curves" / "zigzag.py").write_text(ZIGZAG)
     (copy / "conf" / "curve" / "zigzag.yaml").write_text("name: zigzag\nlow: 1.0\nhigh: 1.5\n")
     out = tmp_path / "run"
     env = os.environ | {"PYTHONPATH": str(tmp_path)}
@@ -62,10 +62,10 @@ def test_config_commands_import_no_torch_transformers_or_pymoo():
 
 
 def test_a_plugin_class_must_derive_from_its_kind_base():
-    registry = Registry("curve", "lpes_test.none", base="lpes_framework.curves.base:Curve")
-    with pytest.raises(LpesError, match="must be a subclass of lpes_framework.curves.base.Curve"):
+    registry = Registry("curve", "lpes_test.none", base="lpes_framework.position.curves.base:Curve")
+    with pytest.raises(LpesError, match="must be a subclass of lpes_framework.position.curves.base.Curve"):
         registry.register("not_a_curve")(type("NotACurve", (), {}))
-    from lpes_framework.curves.base import Curve
+    from lpes_framework.position.curves.base import Curve
 
     cls = registry.register("named_once")(type("Named", (Curve,), {}))
     assert cls.name == "named_once"  # the name is the registry's, never written twice
@@ -132,6 +132,37 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_package_has_no_import_cycle():
     graph = package_imports()
     assert "lpes_framework.hf" in graph["lpes_framework.position.patch"]  # the walk sees relative imports
-    assert "lpes_framework.position" in graph["lpes_framework.models"]  # ... and lazy ones inside functions
+    assert "lpes_framework.position" in graph["lpes_framework.model.load"]  # ... and lazy ones inside functions
     assert import_cycles(graph) == []
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# The pipeline's stages, lowest first: a module imports from its own stage and the ones before it only.
+# Top-level modules are the core every stage may use; the package's __init__ (the public API) and
+# __main__ sit above the commands.
+STAGES = ("core", "io", "position", "model", "tasks", "evaluation", "scoring", "execution", "optim", "report",
+          "commands", "entry")
+CORE = {"errors", "registry", "registries", "config", "hf", "conf"}
+
+
+def stage(module: str) -> str:
+    parts = module.split(".")[1:]
+    if not parts or parts[0] == "__main__":
+        return "entry"
+    if parts[0] in CORE:
+        return "core"
+    assert parts[0] in STAGES, f"{module} is in no stage: add it to a stage folder (or CORE)"
+    return parts[0]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, deps in graph.items() for b in deps
+                  if STAGES.index(stage(b)) > STAGES.index(stage(a)))
+
+
+def test_no_module_imports_from_a_later_stage():
+    graph = package_imports()
+    assert {stage(m) for m in graph} == set(STAGES)  # every stage has modules, every module a stage
+    assert upward_imports(graph) == []
+    assert upward_imports({"lpes_framework.tasks.base": {"lpes_framework.scoring"}, "lpes_framework.scoring": set()}) \
+        == ["lpes_framework.tasks.base -> lpes_framework.scoring"]

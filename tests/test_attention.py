@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import TINY_SEARCH, run_cli, tiny_model
-from lpes_framework.attention import analyse, attention_mass, gold_span, mass_by_position
+from lpes_framework.commands.attention import analyse, attention_mass, gold_span, mass_by_position
 from lpes_framework.errors import LpesError
 from lpes_framework.tasks import TASKS
 from lpes_framework.tasks.base import Encoded, Sample
@@ -65,7 +65,7 @@ def test_shared_prefix_attention_equals_a_full_forward():
 
 
 def test_attention_command_writes_next_to_a_search_run(tmp_path_factory, capsys, monkeypatch):
-    from lpes_framework import plots
+    from lpes_framework.report import plots
 
     run = tmp_path_factory.mktemp("att") / "run"
     run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={run}")

@@ -8,9 +8,9 @@ import re
 import pytest
 
 from conftest import TINY_TASK, model_block, run_cli
-from lpes_framework.export import factors_record, write_json_atomic
+from lpes_framework.model.factors import factors_record, write_json_atomic
 from lpes_framework.config import compose_config
-from lpes_framework.curves import CURVES
+from lpes_framework.position.curves import CURVES
 from lpes_framework.errors import LpesError
 from lpes_framework.registry import Registry
 
@@ -52,20 +52,20 @@ def last_error_line(proc) -> str:
     ("search", ["resume=true"], "holds no search to continue"),
 ])
 def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
-    from lpes_framework import models
-    from lpes_framework.evaluate import run_evaluate
-    from lpes_framework.search import run_search
+    from lpes_framework.model import load
+    from lpes_framework.commands.evaluate import run_evaluate
+    from lpes_framework.commands.search import run_search
 
     def no_weights(*_, **__):
         raise AssertionError("the model loaded before the bad input was refused")
 
-    monkeypatch.setattr(models, "load_model", no_weights)
+    monkeypatch.setattr(load, "load_model", no_weights)
     run = {"search": run_search, "evaluate": run_evaluate}[command]
     with pytest.raises(LpesError, match=re.escape(message)):
         run(compose_config("config" if command == "search" else "evaluate", [*TINY_TASK, *overrides]), tmp_path)
 
 
-@pytest.mark.parametrize("module", ["lpes_framework", "lpes_framework.evaluate"])
+@pytest.mark.parametrize("module", ["lpes_framework", "lpes_framework.commands.evaluate"])
 def test_an_unknown_plugin_option_is_the_registrys_line_not_hydras_listing(module):
     proc = run_cli(module, "model=tiny", "optimizer=nope", check=False)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
@@ -86,7 +86,7 @@ def test_a_user_sees_one_error_line_and_exit_code_2():
 def test_corrupted_factors_file_fails_before_the_model_loads(tmp_path):
     bad = tmp_path / "best_factors.json"
     bad.write_text('{"schema": "lpes.factors", "version": 1, "factors": [1.0, 1.')
-    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, f"methods.factors_files=[{bad}]", check=False)
+    proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{bad}]", check=False)
     assert proc.returncode == 2 and "corrupted factors file" in last_error_line(proc)
     assert MODEL_LINE not in proc.stdout
 
@@ -109,7 +109,7 @@ def test_plugin_whose_import_fails_is_a_clear_error(tmp_path, monkeypatch):
         registry.get("broken")
 
 
-@pytest.mark.parametrize("module", ["lpes_framework", "lpes_framework.evaluate"])
+@pytest.mark.parametrize("module", ["lpes_framework", "lpes_framework.commands.evaluate"])
 def test_mdqa_without_a_path_names_the_setting(module):
     proc = run_cli(module, "model=tiny", "task=mdqa", check=False)
     assert proc.returncode == 2 and "set task.path" in last_error_line(proc)
@@ -118,7 +118,7 @@ def test_mdqa_without_a_path_names_the_setting(module):
 def test_unreadable_mdqa_file_fails_before_the_model_loads(tmp_path):
     bad = tmp_path / "qa.jsonl.gz"
     bad.write_bytes(b"not gzip at all")
-    proc = run_cli("lpes_framework.evaluate", "model=tiny", "task=mdqa", f"task.path={bad}", check=False)
+    proc = run_cli("lpes_framework.commands.evaluate", "model=tiny", "task=mdqa", f"task.path={bad}", check=False)
     assert proc.returncode == 2 and "mdqa: cannot read" in last_error_line(proc)
     assert MODEL_LINE not in proc.stdout
 
@@ -127,7 +127,7 @@ def test_factors_file_with_the_wrong_layer_count_is_named(tmp_path):
     path = tmp_path / "run7" / "best_factors.json"
     path.parent.mkdir()
     write_json_atomic(path, factors_record(model=model_block(), scheme={"name": "rope"}, factors=[1.0, 1.2]))
-    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
+    proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
     line = last_error_line(proc)
     assert proc.returncode == 2 and str(path) in line and "2 factors for a model with 4" in line
 
@@ -147,8 +147,8 @@ def test_plugin_whose_import_fails_is_named_on_the_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("module,words", [
-    ("lpes_framework", ["per decoder layer", "--plugins", "lpes_framework.evaluate", "curve: bezier", "resume=true"]),
-    ("lpes_framework.evaluate", ["gold position", "methods.uniform", "pos: "]),
+    ("lpes_framework", ["per decoder layer", "--plugins", "lpes_framework.commands.evaluate", "curve: bezier", "resume=true"]),
+    ("lpes_framework.commands.evaluate", ["gold position", "methods.uniform", "pos: "]),
 ])
 def test_help_describes_the_app(module, words):
     out = run_cli(module, "--help").stdout
@@ -158,7 +158,7 @@ def test_help_describes_the_app(module, words):
 
 def test_paper_preset_fits_a_4k_window():
     """Characters bound the tokens of any subword tokenizer from above: the preset fits Llama-2's 4096."""
-    from lpes_framework.cli import build_tasks
+    from lpes_framework.commands.cli import build_tasks
     from lpes_framework.config import compose_config
 
     cfg = compose_config("config", ["experiment=paper"])

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lpes_framework.cli import plain, task_specs
+from lpes_framework.commands.cli import plain, task_specs
 from lpes_framework.config import compose_config
-from lpes_framework.curves import build_curve
+from lpes_framework.position.curves import build_curve
 from lpes_framework.errors import LpesError
 from lpes_framework.optim import build_optimizer
 from lpes_framework.registries import BY_CONFIG_KEY, EXECUTORS, LOGGERS, TASKS
@@ -23,7 +23,7 @@ def identity(cfg):
     not installed."""
     from importlib import metadata
 
-    from lpes_framework.models import identify
+    from lpes_framework.model.load import identify
 
     if cfg.model.get("embedded"):
         dist = cfg.model.embedded.parts[0].split(":")[0]

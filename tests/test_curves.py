@@ -6,8 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lpes_framework.curves import CURVES, build_curve
-from lpes_framework.curves.bezier import bernstein
+from lpes_framework.position.curves import CURVES, build_curve
+from lpes_framework.position.curves.bezier import bernstein
 from lpes_framework.errors import LpesError
 
 NAMES = ["bezier", "spline", "linear", "step", "constant", "free"]
@@ -51,7 +51,7 @@ def test_bezier_formula_endpoints_and_midpoint():
 def test_spline_is_scipys_pchip(genes, n_layers):
     from scipy.interpolate import PchipInterpolator
 
-    from lpes_framework.curves.base import layer_grid
+    from lpes_framework.position.curves.base import layer_grid
 
     t = layer_grid(n_layers)
     want = np.clip(PchipInterpolator(np.linspace(0, 1, len(genes)), genes)(t), 0.5, 3.0)

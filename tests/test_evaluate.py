@@ -3,15 +3,15 @@
 import json
 
 from conftest import TINY_TASK, model_block, run_cli
-from lpes_framework.evaluate import interval_pairs, logged_rows
-from lpes_framework.export import factors_record, write_json_atomic
+from lpes_framework.commands.evaluate import interval_pairs, logged_rows
+from lpes_framework.model.factors import factors_record, write_json_atomic
 
 
 def test_evaluate_compares_all_method_kinds(tmp_path):
     factors_file = tmp_path / "best_factors.json"
     write_json_atomic(factors_file, factors_record(model=model_block(), scheme={"name": "ntk"}, factors=[1.0, 1.2, 1.4, 1.6]))
     out = tmp_path / "run"
-    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, "methods.uniform=[1.25]",
+    proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, "methods.uniform=[1.25]",
                    f"methods.factors_files=[{factors_file}]", "methods.genomes={mid:[1.0,1.5,1.5,1.0]}",
                    "methods.compare_to=['uniform rope 1.25']",
                    "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}", f"hydra.run.dir={out}")
@@ -41,7 +41,7 @@ def test_interval_pairs_never_compare_a_pair_twice():
 
 
 def test_generate_scoring_runs(tmp_path):
-    run_cli("lpes_framework.evaluate", *TINY_TASK, "scoring=generate", "task.max_new_tokens=4", "methods.uniform=[]",
+    run_cli("lpes_framework.commands.evaluate", *TINY_TASK, "scoring=generate", "task.max_new_tokens=4", "methods.uniform=[]",
             f"hydra.run.dir={tmp_path}")
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["scoring"] == "generate" and list(results["methods"]) == ["unpatched"]
@@ -55,7 +55,7 @@ def test_factors_files_from_folders_with_the_same_name_get_distinct_rows(tmp_pat
         write_json_atomic(path, factors_record(model=model_block(), scheme={"name": "rope"}, factors=[1.0, 1.1, 1.2, 1.3]))
         paths.append(str(path))
     out = tmp_path / "out"
-    run_cli("lpes_framework.evaluate", *TINY_TASK, "methods.uniform=[]", f"methods.factors_files=[{','.join(paths)}]",
+    run_cli("lpes_framework.commands.evaluate", *TINY_TASK, "methods.uniform=[]", f"methods.factors_files=[{','.join(paths)}]",
             f"hydra.run.dir={out}")
     methods = json.loads((out / "results.json").read_text())["methods"]
     assert list(methods) == ["unpatched"] + [f"file {p}" for p in paths]
@@ -64,15 +64,15 @@ def test_factors_files_from_folders_with_the_same_name_get_distinct_rows(tmp_pat
 def test_a_killed_comparison_resumes_with_its_finished_methods(tmp_path):
     overrides = [*TINY_TASK, "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}",
                  f"hydra.run.dir={tmp_path}"]
-    run_cli("lpes_framework.evaluate", *overrides, "methods.uniform=[1.25]")
+    run_cli("lpes_framework.commands.evaluate", *overrides, "methods.uniform=[1.25]")
     first = json.loads((tmp_path / "results.json").read_text())
-    again = run_cli("lpes_framework.evaluate", *overrides, "methods.uniform=[1.25]", check=False)
+    again = run_cli("lpes_framework.commands.evaluate", *overrides, "methods.uniform=[1.25]", check=False)
     assert again.returncode == 2 and "pass resume=true" in again.stderr
     log = tmp_path / "rows.jsonl"
     lines = log.read_text().splitlines(keepends=True)
     assert [json.loads(line)["kind"] for line in lines[:1]] == ["spec"] and len(lines) == 3  # + unpatched, 1.25
     log.write_text(lines[0] + lines[1] + lines[2][:50])  # killed while writing the second method
-    proc = run_cli("lpes_framework.evaluate", *overrides, "methods.uniform=[1.25,1.5]", "resume=true")
+    proc = run_cli("lpes_framework.commands.evaluate", *overrides, "methods.uniform=[1.25,1.5]", "resume=true")
     assert "1 of 3 methods reused" in proc.stdout
     resumed = json.loads((tmp_path / "results.json").read_text())
     for name in ("unpatched", "uniform rope 1.25"):  # the reused and the re-scored method: the same numbers
@@ -87,11 +87,11 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
     base = [*TINY_TASK, "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}",
             "methods.uniform=[1.25]"]
     grown, fresh = tmp_path / "grown", tmp_path / "fresh"
-    run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=2", f"hydra.run.dir={grown}")
-    proc = run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=3", "resume=true",
+    run_cli("lpes_framework.commands.evaluate", *base, "task.samples_per_position=2", f"hydra.run.dir={grown}")
+    proc = run_cli("lpes_framework.commands.evaluate", *base, "task.samples_per_position=3", "resume=true",
                    f"hydra.run.dir={grown}")
     assert "0 of 2 methods reused" in proc.stdout and "2 extended: only their new samples scored" in proc.stdout
-    run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=3", f"hydra.run.dir={fresh}")
+    run_cli("lpes_framework.commands.evaluate", *base, "task.samples_per_position=3", f"hydra.run.dir={fresh}")
     rows_of = lambda folder: [r for r in map(json.loads, (folder / "rows.jsonl").read_text().splitlines())  # noqa: E731
                               if "method" in r]
     records = rows_of(grown)
@@ -102,7 +102,7 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
     first, again = (json.loads((d / "results.json").read_text()) for d in (grown, fresh))
     assert first["methods"] == again["methods"] and first["intervals"] == again["intervals"]
     # fewer samples: a subset of the rows already there, nothing scored
-    proc = run_cli("lpes_framework.evaluate", *base, "task.samples_per_position=1", "resume=true",
+    proc = run_cli("lpes_framework.commands.evaluate", *base, "task.samples_per_position=1", "resume=true",
                    f"hydra.run.dir={grown}")
     assert "2 of 2 methods reused" in proc.stdout and len(rows_of(grown)) == 4
     counts = json.loads((grown / "results.json").read_text())["methods"]["unpatched"]["scores"]["kv_retrieval"]

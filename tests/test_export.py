@@ -8,14 +8,14 @@ import torch
 from conftest import tiny_model
 from lpes_framework import apply_factors_file, apply_layer_scaling, build_scheme, load_patched, save_patched
 from lpes_framework.errors import LpesError
-from lpes_framework.export import factors_record, load_factors, write_json_atomic
+from lpes_framework.model.factors import factors_record, load_factors, write_json_atomic
 
 FACTORS = [1.0, 1.2, 1.6, 1.9]
 
 
 def llama_block() -> dict:
     """The model block of ``tiny_model("llama")``, as a search on it records."""
-    from lpes_framework.models import describe
+    from lpes_framework.model.load import describe
 
     return describe(tiny_model("llama")).as_dict()
 
@@ -87,13 +87,13 @@ def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
 
 
 def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkeypatch):
-    from lpes_framework import export
-    from lpes_framework.evaluate import file_method_names
+    from lpes_framework.model import factors
+    from lpes_framework.commands.evaluate import file_method_names
 
     presets = tmp_path / "presets"
     presets.mkdir()
     write_json_atomic(presets / "tiny-ntk.json", factors_record(model=llama_block(), scheme={"name": "ntk"}, factors=FACTORS))
-    monkeypatch.setattr(export, "PRESETS", presets)
+    monkeypatch.setattr(factors, "PRESETS", presets)
     monkeypatch.chdir(tmp_path)
     model = tiny_model("llama")
     ids = torch.randint(3, 97, (1, 40))
@@ -110,7 +110,7 @@ def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkey
 
 
 def test_a_damaged_model_cache_is_detected_and_removed_with_a_line(tmp_path, capsys):
-    from lpes_framework.models import _cached, _save_atomically, damage
+    from lpes_framework.model.load import _cached, _save_atomically, damage
 
     folder = tmp_path / "model"
     _save_atomically(tiny_model("llama"), folder)
@@ -129,7 +129,7 @@ def test_a_damaged_model_cache_is_detected_and_removed_with_a_line(tmp_path, cap
 
 
 def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
-    from lpes_framework.preset import make_preset
+    from lpes_framework.commands.preset import make_preset
 
     source = write(tmp_path, factors_record(model=llama_block(), scheme={"name": "ntk"}, factors=FACTORS,
                                             metrics={"search": {"fitness": 0.3}}))

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from lpes_framework.fitness import FitnessWeights, outcome, task_score
-from lpes_framework.results import PositionStats
+from lpes_framework.evaluation.fitness import FitnessWeights, outcome, task_score
+from lpes_framework.evaluation.results import PositionStats
 
 W = FitnessWeights(middle_bonus=1.0, end_penalty=2.0, logprob_weight=0.1)
 
@@ -82,14 +82,14 @@ def test_non_finite_scores_get_the_invalid_fitness():
 
 
 def _rows(exact_by_context: list[list[bool]]) -> list:
-    from lpes_framework.results import ScoreRow
+    from lpes_framework.evaluation.results import ScoreRow
 
     return [ScoreRow(position=p, logprob=-0.1 if hit else -1.0, exact=hit, first=hit, first_logprob=-0.1, tokens=4,
                      context=c) for c, hits in enumerate(exact_by_context) for p, hit in zip((0, 5, 9), hits)]
 
 
 def test_fitness_interval_is_the_noise_of_that_many_contexts():
-    from lpes_framework.fitness import fitness_interval
+    from lpes_framework.evaluation.fitness import fitness_interval
 
     rng = np.random.default_rng(1)
     tasks = {"kv": _Task()}

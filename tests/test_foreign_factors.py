@@ -5,7 +5,7 @@ import pytest
 
 from conftest import TINY_SEARCH, TINY_TASK, model_block, run_cli, tiny_model
 from lpes_framework.errors import LpesError
-from lpes_framework.export import apply_factors_file, factors_record, write_json_atomic
+from lpes_framework.model.factors import apply_factors_file, factors_record, write_json_atomic
 
 FACTORS = [1.0, 1.2, 1.4, 1.6]
 
@@ -27,7 +27,7 @@ def write(tmp_path, block: dict):
 
 def test_evaluate_refuses_them_before_the_model_loads_and_allow_foreign_applies_them(tmp_path):
     path = foreign(tmp_path, head_dim=128, rope_theta=1e6)
-    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]",
+    proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]",
                    f"hydra.run.dir={tmp_path / 'run'}", check=False)
     line = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 2 and line == (
@@ -35,27 +35,27 @@ def test_evaluate_refuses_them_before_the_model_loads_and_allow_foreign_applies_
         "transfer between RoPE layouts (allow_foreign=true applies it anyway)")
     assert "layers" not in proc.stdout  # no model line: nothing loaded
     assert not (tmp_path / "run" / "rows.jsonl").exists()
-    ok = run_cli("lpes_framework.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", "allow_foreign=true",
+    ok = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", "allow_foreign=true",
                  "methods.uniform=[]", f"hydra.run.dir={tmp_path / 'run'}")
     assert "file " + tmp_path.name in ok.stdout
 
 
 def test_a_file_without_a_model_block_is_refused_by_evaluate(tmp_path):
     path = blockless(tmp_path)
-    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
+    proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
         f"error: {path}: holds no 'model' block, so nothing says which model its factors were searched on "
         "(allow_foreign=true applies it anyway)")
 
 
 def test_attention_refuses_them_before_the_model_loads(tmp_path, monkeypatch):
-    from lpes_framework import models
-    from lpes_framework.attention import analyse
+    from lpes_framework.model import load
+    from lpes_framework.commands.attention import analyse
 
     run = tmp_path / "run"
     run_cli("lpes_framework", *TINY_SEARCH, "optimizer.generations=1", f"hydra.run.dir={run}")
     path = foreign(tmp_path, n_kv_heads=4)
-    monkeypatch.setattr(models, "load_model", lambda *_, **__: pytest.fail("the model loaded"))
+    monkeypatch.setattr(load, "load_model", lambda *_, **__: pytest.fail("the model loaded"))
     with pytest.raises(LpesError, match=r"with n_kv_heads=4, this model has 2; factors do not transfer"):
         analyse(run, factors=str(path), samples=1)
 
@@ -70,7 +70,7 @@ def test_the_api_refuses_a_file_without_a_model_block_unless_allowed(tmp_path):
 
 def test_lm_eval_checks_the_pretrained_config_before_its_weights(tmp_path):
     pytest.importorskip("lm_eval")
-    from lpes_framework.lm_eval import check_pretrained
+    from lpes_framework.commands.lm_eval import check_pretrained
 
     model = tiny_model("llama")
     model.save_pretrained(tmp_path / "model")

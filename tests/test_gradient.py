@@ -15,11 +15,11 @@ import torch
 
 from conftest import TINY_TASK, read_jsonl, run_cli, tiny_model
 from lpes_framework.config import compose_config
-from lpes_framework.curves import build_curve
+from lpes_framework.position.curves import build_curve
 from lpes_framework.errors import LpesError
-from lpes_framework.fitness import FitnessWeights
+from lpes_framework.evaluation.fitness import FitnessWeights
 from lpes_framework.position import build_scheme
-from lpes_framework.scoring._gradient import sample_coefficients, value_and_gradient
+from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
 from lpes_framework.scoring.teacher_forced import score_teacher_forced
 from lpes_framework.tasks import TASKS
 from lpes_framework.tasks.base import Encoded, Sample
@@ -115,8 +115,8 @@ def test_at_all_ones_the_rows_are_the_unpatched_models_and_the_objective_is_zero
 
 def test_ray_workers_give_the_local_answer():
     pytest.importorskip("ray")
-    from lpes_framework.cli import plain, task_specs
-    from lpes_framework.executors import GradientJob, build_executor
+    from lpes_framework.commands.cli import plain, task_specs
+    from lpes_framework.execution import GradientJob, build_executor
 
     cfg = compose_config("config", [*TINY_TASK, "task.samples_per_position=3"])
     specs = task_specs(cfg)
@@ -177,7 +177,7 @@ def test_sigkill_then_resume_continues_exactly(tmp_path):
 
 
 def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
-    from lpes_framework.export import factors_record, write_json_atomic
+    from lpes_framework.model.factors import factors_record, write_json_atomic
     from lpes_framework.optim.gradient import start_genes
 
     path = tmp_path / "f.json"
@@ -219,19 +219,20 @@ def test_the_cosine_schedule_falls_from_lr_to_lr_min_within_each_restart():
     (["+extra_tasks.ppl={name:perplexity,window_tokens:64,windows:1,weight:1.0}"], "perplexity task with weight != 0"),
 ])
 def test_bad_gradient_settings_are_refused_before_the_model_loads(overrides, message, tmp_path, monkeypatch):
-    from lpes_framework import models
-    from lpes_framework.search import run_search
+    from lpes_framework.model import load
+    from lpes_framework.commands.search import run_search
 
-    monkeypatch.setattr(models, "load_model", lambda *_, **__: pytest.fail("the model loaded"))
+    monkeypatch.setattr(load, "load_model", lambda *_, **__: pytest.fail("the model loaded"))
     with pytest.raises(LpesError, match=re.escape(message)):
         run_search(compose_config("config", [*GRADIENT, *overrides]), tmp_path)
 
 
 def test_a_scheme_or_curve_without_a_gradient_is_one_line(tmp_path, monkeypatch):
-    from lpes_framework import models, search
-    from lpes_framework.curves.base import Curve
+    from lpes_framework.commands import search
+    from lpes_framework.model import load
+    from lpes_framework.position.curves.base import Curve
 
-    monkeypatch.setattr(models, "load_model", lambda *_, **__: pytest.fail("the model loaded"))
+    monkeypatch.setattr(load, "load_model", lambda *_, **__: pytest.fail("the model loaded"))
 
     class NumpyCurve(Curve):
         name = "numpy_curve"

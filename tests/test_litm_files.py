@@ -10,7 +10,7 @@ import pytest
 
 from conftest import run_cli
 from lpes_framework.errors import LpesError
-from lpes_framework.metrics import best_subspan_em, normalize
+from lpes_framework.tasks.metrics import best_subspan_em, normalize
 from lpes_framework.tasks import TASKS
 
 
@@ -70,7 +70,7 @@ def test_bad_kv_records_are_refused_naming_the_record(tmp_path, mutate, message)
 
 def test_gold_positions_beyond_the_files_pairs_are_refused_before_the_model_loads(tmp_path):
     path = write_jsonl(tmp_path / "kv.jsonl", litm_kv_records(4, pairs=5))
-    proc = run_cli("lpes_framework.evaluate", "model=tiny", f"task.path={path}", "task.gold_positions=[0,7]",
+    proc = run_cli("lpes_framework.commands.evaluate", "model=tiny", f"task.path={path}", "task.gold_positions=[0,7]",
                    check=False)
     assert proc.returncode == 2 and "gold positions [0, 7] must lie in [0, 4]" in proc.stderr.strip().splitlines()[-1]
     assert "LlamaForCausalLM" not in proc.stdout
@@ -80,7 +80,7 @@ def test_gold_positions_beyond_the_files_pairs_are_refused_before_the_model_load
 def test_kv_file_evaluates_end_to_end_on_the_embedded_model(tmp_path):
     path = write_jsonl(tmp_path / "kv-retrieval-4_keys.jsonl.xz", litm_kv_records(8, pairs=4))
     out = tmp_path / "run"
-    run_cli("lpes_framework.evaluate", "model=smollm2", f"task.path={path}", "task.gold_positions=[0,3]",
+    run_cli("lpes_framework.commands.evaluate", "model=smollm2", f"task.path={path}", "task.gold_positions=[0,3]",
             "task.samples_per_position=2", "task.layout=move", "methods.uniform=[1.1]", "progress=false",
             f"hydra.run.dir={out}")
     results = json.loads((out / "results.json").read_text())

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import model_block
-from lpes_framework.export import factors_record, write_json_atomic
+from lpes_framework.model.factors import factors_record, write_json_atomic
 
 pytestmark = pytest.mark.slow
 lm_eval = pytest.importorskip("lm_eval")
@@ -15,7 +15,7 @@ lm_eval = pytest.importorskip("lm_eval")
 
 @pytest.fixture(scope="module")
 def local_task(tmp_path_factory):
-    from lpes_framework.lm_eval import write_choice_task
+    from lpes_framework.commands.lm_eval import write_choice_task
 
     rows = [{"question": f"The value for key {k} is {v}. The value for key {k} is", "answer": 0,
              "choices": [f" {v}", f" {v + 17}", f" {v * 3 + 1}"]} for k, v in [(3, 41), (8, 77), (5, 12), (9, 60)]]
@@ -26,7 +26,7 @@ def local_task(tmp_path_factory):
                                   [{"question": "q", "choices": [], "answer": 0}], [{"choices": [" a"], "answer": 0}]])
 def test_a_malformed_choice_task_is_refused_before_anything_is_written(rows, tmp_path):
     from lpes_framework.errors import LpesError
-    from lpes_framework.lm_eval import write_choice_task
+    from lpes_framework.commands.lm_eval import write_choice_task
 
     with pytest.raises(LpesError, match="choice task"):
         write_choice_task(tmp_path / "task", "t", rows)
@@ -36,7 +36,7 @@ def test_a_malformed_choice_task_is_refused_before_anything_is_written(rows, tmp
 @pytest.fixture(scope="module")
 def embedded_dirs(smollm2):
     from lpes_framework.config import compose_config
-    from lpes_framework.models import converted_dirs
+    from lpes_framework.model.load import converted_dirs
 
     return converted_dirs(compose_config("config", ["model=smollm2"]).model)
 
@@ -45,7 +45,7 @@ def loglikelihoods(local_task, model_type: str, model_args: dict) -> list[float]
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    import lpes_framework.lm_eval  # noqa: F401  registers `lpes`
+    import lpes_framework.commands.lm_eval  # noqa: F401  registers `lpes`
 
     out = simple_evaluate(model=model_type, model_args=model_args, tasks=["lpes_local_choice"], device="cpu",
                           batch_size=2, log_samples=True, task_manager=TaskManager(include_path=str(local_task)))
@@ -71,7 +71,7 @@ def test_command_line_wrapper_knows_the_lpes_model(local_task, embedded_dirs, tm
     factors = tmp_path / "f.json"
     write_json_atomic(factors, factors_record(model=model_block("smollm2"), scheme={"name": "ntk"}, factors=[1.2] * 30))
     proc = subprocess.run(
-        [sys.executable, "-m", "lpes_framework.lm_eval", "run", "--model", "lpes", "--model_args",
+        [sys.executable, "-m", "lpes_framework.commands.lm_eval", "run", "--model", "lpes", "--model_args",
          f"pretrained={model_dir},tokenizer={tok_dir},factors={factors}", "--tasks", "lpes_local_choice",
          "--include_path", str(local_task), "--device", "cpu", "--batch_size", "2"],
         capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "HF_DATASETS_OFFLINE": "1"})

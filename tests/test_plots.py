@@ -3,8 +3,8 @@ without gold positions (perplexity) as one bar per method."""
 
 import math
 
-from lpes_framework import plots
-from lpes_framework.results import PositionStats
+from lpes_framework.report import plots
+from lpes_framework.evaluation.results import PositionStats
 
 
 def stats(accuracy: float, logprob: float) -> PositionStats:

@@ -32,7 +32,7 @@ def installed(tmp_path_factory):
 
 def test_evaluate_command_runs_with_the_plugin_scheme(installed, tmp_path):
     env = installed[2]
-    proc = run_cli("lpes_framework.evaluate", *TINY_TASK, "pos=mspoe", "methods.uniform=[1.0]",
+    proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, "pos=mspoe", "methods.uniform=[1.0]",
                    f"hydra.run.dir={tmp_path}", env=env)
     assert "uniform mspoe 1" in proc.stdout
     results = json.loads((tmp_path / "results.json").read_text())

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import OPTIONAL_MODELS
 from lpes_framework.config import compose_config
-from lpes_framework.export import PRESETS, load_factors, preset_names
+from lpes_framework.model.factors import PRESETS, load_factors, preset_names
 
 
 def model_option(name: str) -> str | None:
@@ -31,7 +31,7 @@ def test_a_preset_is_a_complete_factors_file(name):
 @pytest.mark.parametrize("name", preset_names())
 def test_a_preset_applies_to_its_model(name):
     from lpes_framework import apply_factors_file
-    from lpes_framework.models import load_model
+    from lpes_framework.model.load import load_model
 
     option = model_option(load_factors(name)["model"]["name"])
     package, target = OPTIONAL_MODELS[option]

@@ -26,7 +26,7 @@ def test_ray_gives_the_records_of_local(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_run_cfg():
-    from lpes_framework.cli import plain, task_specs
+    from lpes_framework.commands.cli import plain, task_specs
     from lpes_framework.config import compose_config
 
     cfg = compose_config("config", [*TINY_SEARCH])
@@ -38,8 +38,8 @@ def jobs(n):
 
 
 def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg):
-    from lpes_framework.executors.local import LocalExecutor
-    from lpes_framework.executors.ray import RayExecutor
+    from lpes_framework.execution.local import LocalExecutor
+    from lpes_framework.execution.ray import RayExecutor
 
     cfg, specs = tiny_run_cfg
     expected = [rows for rows, _ in LocalExecutor(cfg | {"threads": 1}, specs, ["search"]).run(jobs(6))]
@@ -58,7 +58,7 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg):
 
 def test_every_worker_gone_is_one_clear_error(tiny_run_cfg):
     from lpes_framework.errors import LpesError
-    from lpes_framework.executors.ray import RayExecutor
+    from lpes_framework.execution.ray import RayExecutor
 
     cfg, specs = tiny_run_cfg
     executor = RayExecutor(cfg, specs, ["search"], workers=2)

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from conftest import read_jsonl, run_cli
-from lpes_framework.executors import Evaluator
+from lpes_framework.execution import Evaluator
 from lpes_framework.position import apply_layer_scaling, build_scheme
-from lpes_framework.results import by_position
+from lpes_framework.evaluation.results import by_position
 from lpes_framework.tasks import TASKS
 
 pytestmark = pytest.mark.slow

@@ -194,7 +194,7 @@ def test_the_wandb_logger_gets_every_generation_and_the_summary(tmp_path, monkey
     from types import SimpleNamespace
 
     from lpes_framework.config import compose_config
-    from lpes_framework.search import run_search
+    from lpes_framework.commands.search import run_search
 
     calls = {"log": [], "finish": 0}
     run = SimpleNamespace(summary={}, log=lambda metrics, step: calls["log"].append((step, metrics)),
@@ -225,7 +225,7 @@ def test_the_wandb_logger_gets_every_generation_and_the_summary(tmp_path, monkey
 
 def test_the_identity_among_the_top_candidates_takes_the_unpatched_validation_scores(tmp_path):
     from lpes_framework.config import compose_config
-    from lpes_framework.search import Search
+    from lpes_framework.commands.search import Search
 
     # every candidate goes to validation, the identity seed among them
     search = Search(compose_config("config", [*TINY_SEARCH, "validation.top_k=13"]), tmp_path)
@@ -250,7 +250,7 @@ def test_the_identity_among_the_top_candidates_takes_the_unpatched_validation_sc
 
 def test_status_reads_a_finished_run(ga_run):
     out, _ = ga_run
-    proc = run_cli("lpes_framework.status", str(out))
+    proc = run_cli("lpes_framework.commands.status", str(out))
     first, *rest = proc.stdout.splitlines()
     assert "13 candidates scored, 3 of 3 generations finished (at most 13 candidates planned)" in first
     assert "left" not in first
@@ -266,7 +266,7 @@ def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
     lines = (out / "evaluations.jsonl").read_text().splitlines(keepends=True)
     written = "".join(lines[:8]) + lines[8][:40]  # spec, baseline, 6 candidates, a line being written
     (tmp_path / "evaluations.jsonl").write_text(written)
-    proc = run_cli("lpes_framework.status", str(tmp_path))
+    proc = run_cli("lpes_framework.commands.status", str(tmp_path))
     # no checkpoint copied: the sixth candidate opens generation 1, so generation 0 is known to be done
     assert "6 candidates scored, 1 of 3 generations finished (at most 13 candidates planned)" in proc.stdout
     assert "min of scoring left, then validation and test" in proc.stdout
@@ -274,7 +274,7 @@ def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
 
 
 def test_status_of_a_folder_without_a_search_is_one_line(tmp_path):
-    proc = run_cli("lpes_framework.status", str(tmp_path), check=False)
+    proc = run_cli("lpes_framework.commands.status", str(tmp_path), check=False)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
     assert "holds no evaluations.jsonl" in proc.stderr
 
@@ -283,7 +283,7 @@ def test_status_of_a_folder_without_a_search_is_one_line(tmp_path):
     ({"name": "ga", "population": 5, "parents": 3, "mutations": 2, "crossovers": 1, "generations": 4}, 5 + 3 * 3),
     ({"name": "random", "population": 4, "generations": 3}, 12), ({"name": "nsga2", "population": 4, "generations": 2}, 8)])
 def test_each_optimizer_says_how_many_candidates_a_full_run_asks_for(cfg, planned):
-    from lpes_framework.curves import build_curve
+    from lpes_framework.position.curves import build_curve
     from lpes_framework.optim import build_optimizer
 
     assert build_optimizer(cfg, build_curve({"name": "bezier"}, 4), 0).planned() == planned
@@ -292,7 +292,7 @@ def test_each_optimizer_says_how_many_candidates_a_full_run_asks_for(cfg, planne
 def test_a_search_in_a_folder_another_process_holds_gets_one_line_naming_it(tmp_path):
     # the holder keeps the lock until its stdin closes: no race with how fast a tiny search finishes
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from lpes_framework.store import RunLock; "
+        [sys.executable, "-c", "import sys; from lpes_framework.io.store import RunLock; "
          f"lock = RunLock({str(tmp_path)!r}).acquire(); print('held', flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -336,7 +336,7 @@ def test_a_pickle_in_a_run_folder_is_never_unpickled(ga_run, tmp_path):
     shutil.copytree(reference / ".hydra", tmp_path / ".hydra")
     marker = tmp_path / "pwned"
     (tmp_path / "checkpoint.pkl").write_bytes(pickle.dumps(_Exploit(marker)))
-    for command, args in (("lpes_framework.status", [str(tmp_path)]),
+    for command, args in (("lpes_framework.commands.status", [str(tmp_path)]),
                           ("lpes_framework", [*TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true"])):
         proc = run_cli(command, *args, check=False)
         assert proc.returncode == 2, proc.stderr[-2000:]
@@ -346,7 +346,7 @@ def test_a_pickle_in_a_run_folder_is_never_unpickled(ga_run, tmp_path):
 
 def test_nsga2_resumes_by_replaying_its_generations(tmp_path):
     from lpes_framework.config import compose_config
-    from lpes_framework.search import Search
+    from lpes_framework.commands.search import Search
 
     base = [*TINY_TASK, "optimizer=nsga2", "optimizer.population=4", "perplexity_task.window_tokens=64"]
 

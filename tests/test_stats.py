@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from lpes_framework.results import ScoreRow
-from lpes_framework.stats import middle_positions, paired_bootstrap
+from lpes_framework.evaluation.results import ScoreRow
+from lpes_framework.evaluation.stats import middle_positions, paired_bootstrap
 
 
 def rows(exact_by_context_position: dict) -> list[ScoreRow]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import Curve
+from ..position.curves import Curve
 from ..errors import LpesError
-from ..fitness import Outcome
+from ..evaluation.fitness import Outcome
 
 
 def genome_key(genome) -> tuple:

@@ -2,7 +2,7 @@
 
 Unlike the ask/tell optimizers, this one needs gradients: each step asks the executor for the objective
 of the current genes on a fresh minibatch of search-split contexts and its gradient (``GradientJob``,
-``scoring._gradient``). Minibatch draws start after the draws of the fixed search split and never
+``scoring.gradient``). Minibatch draws start after the draws of the fixed search split and never
 repeat, so the search does not overfit a fixed set of haystacks. The genes are ``exp(x)``: Adam moves
 ``x``, which makes a step a relative change of a factor, and a projection clamps ``x`` to
 ``[log low, log high]``. Every ``eval_every`` steps (and after the last) the current genes are scored on
@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ..errors import LpesError
-from ..fitness import Outcome
+from ..evaluation.fitness import Outcome
 from ..registries import OPTIMIZERS
 from .base import Optimizer, genome_key
 
@@ -37,7 +37,7 @@ def start_genes(start, curve) -> np.ndarray:
         return curve.uniform(float(start))
     if not isinstance(start, str):
         raise LpesError(f"gradient: start must be a factor (e.g. 1.0) or a factors file / preset name, got {start!r}")
-    from ..export import load_factors
+    from ..model.factors import load_factors
 
     record = load_factors(start)
     factors = record["factors"]

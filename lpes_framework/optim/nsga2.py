@@ -17,7 +17,7 @@ from pymoo.core.termination import NoTermination
 from pymoo.problems.static import StaticProblem
 
 from ..errors import LpesError
-from ..fitness import Outcome
+from ..evaluation.fitness import Outcome
 from ..registries import OPTIMIZERS
 from .base import Optimizer, genome_key
 

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from ..results import ScoreRow
+from ..evaluation.results import ScoreRow
 from ..tasks.base import Encoded
 
 # A group shares a prefix when it covers at least this share of its longest prompt: below that the

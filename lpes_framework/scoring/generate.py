@@ -8,9 +8,9 @@ from typing import Callable, Sequence
 import torch
 
 from ..errors import LpesError
-from ..metrics import answer_found
+from ..tasks.metrics import answer_found
 from ..registries import SCORERS
-from ..results import ScoreRow
+from ..evaluation.results import ScoreRow
 from ..tasks.base import Encoded
 from . import chunks, device_of, expanded, group_samples, left_pad, prefix_cache
 from .teacher_forced import score_teacher_forced

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..registries import SCORERS
-from ..results import ScoreRow
+from ..evaluation.results import ScoreRow
 from ..tasks.base import Encoded
 from . import answer_scores, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, score_row, suffix_inputs
 

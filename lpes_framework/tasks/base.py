@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..errors import LpesError
-from ..metrics import answer_found
+from .metrics import answer_found
 
 SPLITS = ("search", "test", "validation")
+WHOLE_TEXT = "all"  # the one "position" of a task scored over whole texts (perplexity), not by gold position
+
+
+def whole_text(per_position: Mapping) -> bool:
+    """True for a task's scores that hold one whole-text entry instead of one entry per gold position."""
+    return list(per_position) == [WHOLE_TEXT]
 
 
 @dataclass(frozen=True)

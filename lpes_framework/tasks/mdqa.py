@@ -9,7 +9,7 @@ The gold document (``isgold`` true, else the first) is moved to each gold index.
 from __future__ import annotations
 
 from ..errors import LpesError
-from ..metrics import best_subspan_em
+from .metrics import best_subspan_em
 from ..registries import TASKS
 from .base import Sample, Task, check_positions, file_stamp, read_jsonl, split_records
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from ..registries import TASKS
-from ..results import WHOLE_TEXT
+from .base import WHOLE_TEXT
 from .base import Encoded, Sample, Task, file_stamp, split_records
 
 

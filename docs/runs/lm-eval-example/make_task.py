@@ -3,7 +3,7 @@
 # Writes data.jsonl and task.yaml (task `kv_choice`) into the current folder.
 import random
 
-from lpes_framework.lm_eval import write_choice_task
+from lpes_framework.commands.lm_eval import write_choice_task
 
 rng = random.Random(0)
 rows = []

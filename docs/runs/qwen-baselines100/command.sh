@@ -13,17 +13,17 @@ tuned=docs/runs/qwen-baselines60
 mkdir -p $here/pi-best $here/test
 [ -e $here/pi-best/best_factors.json ] || python - $here/pi-best/best_factors.json <<'PY'
 import sys
-from lpes_framework.export import factors_record, load_factors, write_json_atomic
+from lpes_framework.model.factors import factors_record, load_factors, write_json_atomic
 preset = load_factors("docs/runs/qwen-bezier-pi/best_factors.json")  # the PI search's answer: model block, scheme
 write_json_atomic(sys.argv[1], factors_record(model=preset["model"], scheme=preset["scheme"],
                                               factors=[1.05] * preset["model"]["n_layers"]))
 PY
 [ -e $here/test/rows.jsonl ] || grep '"method": "unpatched"' docs/runs/qwen-lowfreq-heldout/rows.jsonl > $here/test/rows.jsonl
-python -m lpes_framework.evaluate model=qwen2.5-0.5b task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' \
+python -m lpes_framework.commands.evaluate model=qwen2.5-0.5b task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' \
     task.samples_per_position=100 task.layout=queries batch_size=10 threads=2 progress=false split=test \
     pos=mspoe 'methods.uniform=[1.0]' \
     "methods.factors_files=[$here/pi-best/best_factors.json,$tuned/yarn-best/best_factors.json]" \
     +task@extra_tasks.perplexity=perplexity resume=true hydra.run.dir=$here/test "$@"
 # the shipped preset (scored on 200 haystacks there) minus each, on the 100 haystacks both folders scored
-python -m lpes_framework.analysis versus $here/test docs/runs/qwen-free-ga-heldout --method "file qwen-free-ga-heldout" \
+python -m lpes_framework.commands.analysis versus $here/test docs/runs/qwen-free-ga-heldout --method "file qwen-free-ga-heldout" \
     --blocks 0-99 | tee $here/versus_found.txt

@@ -3,9 +3,9 @@
 the held-out test (test.sh) runs unpatched + those + Ms-PoE (plugin defaults) in one evaluate."""
 import json, sys
 from pathlib import Path
-from lpes_framework.export import factors_record, load_factors, write_json_atomic
-from lpes_framework.fitness import FitnessWeights, task_score
-from lpes_framework.results import scores_from_json
+from lpes_framework.model.factors import factors_record, load_factors, write_json_atomic
+from lpes_framework.evaluation.fitness import FitnessWeights, task_score
+from lpes_framework.evaluation.results import scores_from_json
 
 out = Path(sys.argv[1])
 run = Path("docs/runs/qwen-bezier-pi")

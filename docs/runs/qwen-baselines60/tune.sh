@@ -5,5 +5,5 @@
 set -e
 OUT=${OUT:-docs/runs/qwen-baselines60}
 TASK="model=qwen2.5-0.5b task.pairs=50 task.gold_positions=[0,5,11,16,22,27,33,38,44,49] task.samples_per_position=10 task.layout=queries batch_size=10 threads=2 progress=false split=search methods.baseline=false"
-python -m lpes_framework.evaluate $TASK pos=ntk 'methods.uniform=[1.5,2.0]' hydra.run.dir=$OUT/tune-ntk
-python -m lpes_framework.evaluate $TASK pos=yarn 'methods.uniform=[1.5,2.0,4.0]' hydra.run.dir=$OUT/tune-yarn
+python -m lpes_framework.commands.evaluate $TASK pos=ntk 'methods.uniform=[1.5,2.0]' hydra.run.dir=$OUT/tune-ntk
+python -m lpes_framework.commands.evaluate $TASK pos=yarn 'methods.uniform=[1.5,2.0,4.0]' hydra.run.dir=$OUT/tune-yarn

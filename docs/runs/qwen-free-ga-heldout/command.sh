@@ -12,8 +12,8 @@ mkdir -p $here
 python - docs/runs/qwen-search-efficiency/free-ga/evaluations.jsonl docs/runs/qwen-bezier-ntk/best_factors.json \
     $here/best_factors.json <<'PY'
 import json, sys
-from lpes_framework.curves import build_curve
-from lpes_framework.export import factors_record, load_factors, write_json_atomic
+from lpes_framework.position.curves import build_curve
+from lpes_framework.model.factors import factors_record, load_factors, write_json_atomic
 rows = [json.loads(line) for line in open(sys.argv[1])]
 best = max((r for r in rows if r["kind"] == "candidate"), key=lambda r: r["outcome"]["fitness"])
 regime = load_factors(sys.argv[2])
@@ -25,8 +25,8 @@ PY
 [ -e $here/rows.jsonl ] || grep '"method": "unpatched"' docs/runs/qwen-lowfreq-heldout/rows.jsonl > $here/rows.jsonl
 # uniform NTK 1.5: the best uniform NTK on the search split (docs/runs/qwen-baselines60/summary.json)
 python bench/heldout_gain.py --preset $here/best_factors.json --samples 200 --uniform 1.5 --out $here "$@"
-python -m lpes_framework.analysis versus $here --method "file qwen-free-ga-heldout" --blocks 0-99 100-199 \
+python -m lpes_framework.commands.analysis versus $here --method "file qwen-free-ga-heldout" --blocks 0-99 100-199 \
     | tee $here/halves.txt  # the reused and the fresh haystacks apart
 # the attention analysis reads its regime from a run's config: variant C's, the regime this search ran in
 mkdir -p $here/.hydra && cp docs/runs/qwen-bezier-ntk/.hydra/config.yaml $here/.hydra/
-python -m lpes_framework.attention $here --samples 5
+python -m lpes_framework.commands.attention $here --samples 5

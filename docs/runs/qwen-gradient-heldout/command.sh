@@ -8,4 +8,4 @@ here=docs/runs/qwen-gradient-heldout
 [ -e $here/rows.jsonl ] || cp docs/runs/qwen-free-ga-heldout/rows.jsonl $here/rows.jsonl
 python bench/heldout_gain.py --preset docs/runs/qwen-gradient-pi/best_factors.json --samples 100 --uniform \
     --out $here "$@"
-python -m lpes_framework.analysis versus $here --method "file qwen-gradient-pi" | tee $here/versus.txt
+python -m lpes_framework.commands.analysis versus $here --method "file qwen-gradient-pi" | tee $here/versus.txt

@@ -17,4 +17,4 @@ mkdir -p $here
 [ -e $here/rows.jsonl ] || cp docs/runs/qwen-free-ga-heldout/rows.jsonl $here/rows.jsonl
 python bench/heldout_gain.py --preset $run/search/best_factors.json --samples 200 --uniform \
     --versus docs/runs/qwen-free-ga-heldout/best_factors.json --out $here | tee $here/heldout.txt
-python -m lpes_framework.analysis versus $here --method "file search" --blocks 0-99 100-199 | tee $here/versus.txt
+python -m lpes_framework.commands.analysis versus $here --method "file search" --blocks 0-99 100-199 | tee $here/versus.txt

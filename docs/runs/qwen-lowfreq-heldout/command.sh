@@ -10,6 +10,6 @@ python bench/heldout_gain.py --preset docs/runs/qwen-bezier-lowfreq/best_factors
 for penalty in 2.0 0.5 0.0; do
     for weight in 0.1 1.0 10.0 100.0; do
         echo "end_penalty=$penalty logprob_weight=$weight"
-        python -m lpes_framework.analysis noise docs/runs/qwen-lowfreq-heldout --end-penalty $penalty --logprob-weight $weight
+        python -m lpes_framework.commands.analysis noise docs/runs/qwen-lowfreq-heldout --end-penalty $penalty --logprob-weight $weight
     done
 done | tee docs/runs/qwen-lowfreq-heldout/noise_floor.txt

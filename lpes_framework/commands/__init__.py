@@ -1,0 +1,1 @@
+"""The command-line entry points: search, evaluate, attention, status, lm-eval, preset, analysis."""

@@ -1,0 +1,183 @@
+"""Analyses of scored rows made after the fact, without a model: one method against the others on the
+haystacks they share, by blocks of haystacks, and the noise floor of the search's fitness.
+
+    python -m lpes_framework.analysis versus <evaluate folder> [<folder> ...] --method "file <run>"
+        [--blocks 0-99 100-199]
+    python -m lpes_framework.analysis noise <evaluate folder>
+
+Rows come from evaluate folders (``rows.jsonl``, each method's most complete record). Methods are
+joined by their rows' (haystack, gold position), never by list order; several folders may be read
+together when their unpatched rows agree on the haystacks they share (checked: the same samples with
+the same scores), so a method scored in one folder is compared with baselines scored in another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import LpesError
+from ..evaluation.fitness import end_positions, fitness_interval
+from ..evaluation.results import ScoreRow
+from ..evaluation.stats import Interval, middle_positions, paired_bootstrap
+
+Rows = dict[str, list[ScoreRow]]  # method -> rows of one task, sorted by (context, position)
+
+
+def folder_rows(folders: Sequence[Path], task: str) -> Rows:
+    """Every method's rows of ``task`` in the folders; the unpatched rows of any two folders must agree
+    on the haystacks both scored."""
+    from .evaluate import logged_rows
+
+    merged: Rows = {}
+    for folder in folders:
+        rows = {m: per[task] for m, per in logged_rows(folder).items() if task in per}
+        if not rows:
+            raise LpesError(f"{folder}: no {task} rows (rows.jsonl of an evaluate run)")
+        if "unpatched" in rows and "unpatched" in merged:
+            mine, theirs = (_by_sample(r) for r in (rows["unpatched"], merged["unpatched"]))
+            shared = mine.keys() & theirs.keys()
+            if any(mine[k] != theirs[k] for k in shared):
+                raise LpesError(f"{folder}: its unpatched rows differ from those of {folders[0]} on the same "
+                                "haystacks: not the same samples, so their methods cannot be paired")
+        for method, per in rows.items():
+            merged[method] = sorted({**_by_sample(merged.get(method, [])), **_by_sample(per)}.values(),
+                                    key=lambda r: (r.context, r.position))
+    return merged
+
+
+def _by_sample(rows: Sequence[ScoreRow]) -> dict[tuple, ScoreRow]:
+    return {(r.context, str(r.position)): r for r in rows}
+
+
+def paired(a: Sequence[ScoreRow], b: Sequence[ScoreRow], haystacks: range | None = None):
+    """The rows of ``a`` and ``b`` on the samples both scored (within ``haystacks``), in ``a``'s order."""
+    mine, theirs = _by_sample(a), _by_sample(b)
+    keys = [k for k in mine if k in theirs and (haystacks is None or k[0] in haystacks)]
+    return [mine[k] for k in keys], [theirs[k] for k in keys]
+
+
+def logprob_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples: int = 2000,
+                      seed: int = 0) -> Interval:
+    """Mean change of the gold log-prob per token, ``a`` minus ``b`` (paired samples), with a 95% interval
+    from resampling haystacks, the unit ``paired_bootstrap`` resamples too."""
+    contexts = sorted({r.context for r in a})
+    index = {c: i for i, c in enumerate(contexts)}
+    sums, counts = np.zeros(len(contexts)), np.zeros(len(contexts))
+    for x, y in zip(a, b):
+        sums[index[x.context]] += x.logprob - y.logprob
+        counts[index[x.context]] += 1
+    draws = np.random.default_rng(seed).integers(len(contexts), size=(resamples, len(contexts)))
+    low, high = np.percentile(sums[draws].sum(1) / counts[draws].sum(1), [2.5, 97.5])
+    return Interval(float(sums.sum() / counts.sum()), float(low), float(high))
+
+
+def versus(rows: Rows, method: str, blocks: Sequence[range | None] = (None,)) -> list[str]:
+    """``method`` minus every other method, per block of haystacks (None: all they share): exact-match
+    points in the middle (95% paired interval), at the two ends, per middle position, and the gold
+    log-prob per token with its interval."""
+    if method not in rows:
+        raise LpesError(f"no method {method!r} among {sorted(rows)}")
+    lines = []
+    for other in (m for m in rows if m != method):
+        for block in blocks:
+            a, b = paired(rows[method], rows[other], block)
+            if not a:
+                continue
+            interval = paired_bootstrap(a, b)
+            positions = [p for p in interval if p != "middle"]
+            inner = middle_positions(positions)
+            # one gold position: it is both ends
+            shallow, deep = sorted(end_positions(positions), key=float) or (positions[0], positions[0])
+            logprob = logprob_bootstrap(a, b)
+            span = f"haystacks {block.start}-{block.stop - 1}" if block else f"{len({r.context for r in a})} haystacks"
+            lines.append(f"{method} - {other} ({span}): middle {interval['middle']}  ends "
+                         f"{interval[shallow].delta:+.1f} / {interval[deep].delta:+.1f}  gold log-prob "
+                         f"{logprob.delta:+.4f} [{logprob.low:+.4f}, {logprob.high:+.4f}]\n  "
+                         + "  ".join(f"{p}: {interval[p]}" for p in inner))
+    return lines
+
+
+def noise_floor(rows: Mapping[str, Mapping[str, list[ScoreRow]]], tasks: Mapping, weights, *, sample: int = 10,
+                subsets: int = 500) -> list[str]:
+    """The search's noise floor from held-out rows: each method's fitness against unpatched (the search's
+    own formula) with its 95% interval on all haystacks and on the first ``sample`` of them, and its spread
+    over random ``sample``-haystack subsets (the search's and validation's sample size); the separation (fitness over that spread) says
+    how well a search at ``sample`` haystacks can see the effect under these weights."""
+    haystacks = sorted({r.context for per in rows["unpatched"].values() for r in per})
+
+    def on(method: str, keep) -> dict:
+        keep = set(keep)
+        return {task: [r for r in per if r.context in keep] for task, per in rows[method].items()}
+
+    lines = []
+    for name in (m for m in rows if m != "unpatched"):
+        whole = fitness_interval(rows[name], rows["unpatched"], tasks, weights)
+        first = fitness_interval(on(name, haystacks[:sample]), on("unpatched", haystacks[:sample]), tasks, weights)
+        rng = random.Random(0)
+        spread = [fitness_interval(on(name, s), on("unpatched", s), tasks, weights, resamples=1)[0]
+                  for s in (rng.sample(haystacks, sample) for _ in range(subsets))]
+        sd = statistics.stdev(spread)
+        separation = whole[0] / sd if sd else math.nan  # no spread: identical to unpatched on every subset
+        lines.append(f"{name}: {len(haystacks)} haystacks {whole[0]:+.4f} [{whole[1]:+.4f}, {whole[2]:+.4f}]; "
+                     f"first {sample} {first[0]:+.4f} [{first[1]:+.4f}, {first[2]:+.4f}]; {subsets} random "
+                     f"{sample}-haystack subsets: sd {sd:.4f}, range {min(spread):+.4f} to {max(spread):+.4f}; "
+                     f"separation {separation:+.2f}")
+    return lines
+
+
+def _block(text: str) -> range:
+    first, _, last = text.partition("-")
+    if not (first.isdigit() and last.isdigit()) or int(last) < int(first):
+        raise LpesError(f"--blocks: {text!r} is not a haystack range like 0-99")
+    return range(int(first), int(last) + 1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from .cli import one_line_errors
+
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.analysis", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    vs = commands.add_parser("versus", help="one method minus every other, paired on the haystacks they share")
+    vs.add_argument("folders", nargs="+", type=Path, help="evaluate folders (their rows.jsonl)")
+    vs.add_argument("--method", required=True, help="the method's row name, e.g. 'file qwen-free-ga-heldout'")
+    vs.add_argument("--task", default="kv_retrieval")
+    vs.add_argument("--blocks", nargs="*", default=[], help="haystack ranges to report apart, e.g. 0-99 100-199")
+    noise = commands.add_parser("noise", help="the fitness's noise floor at the search's sample size")
+    noise.add_argument("folder", type=Path)
+    noise.add_argument("--task", default="kv_retrieval")
+    noise.add_argument("--sample", type=int, default=10, help="haystacks per subset (the search's sample size)")
+    noise.add_argument("--end-penalty", type=float, default=2.0)
+    noise.add_argument("--logprob-weight", type=float, default=0.1)
+    args = parser.parse_args(argv)
+    one_line_errors(_run)(args)
+
+
+def _run(args) -> None:
+    if args.command == "versus":
+        blocks = [_block(b) for b in args.blocks] + [None]
+        print("\n".join(versus(folder_rows(args.folders, args.task), args.method, blocks)))
+        return
+    import json
+
+    from .evaluate import logged_rows
+    from ..evaluation.fitness import FitnessWeights
+    from ..tasks import TASKS
+
+    results = args.folder / "results.json"  # the evaluate run's tasks, as it scored them
+    if not results.is_file():
+        raise LpesError(f"{args.folder} holds no results.json: not a finished evaluate folder")
+    tasks = {args.task: TASKS.build({"name": args.task, **json.loads(results.read_text())["tasks"][args.task]})}
+    rows = {m: {args.task: per[args.task]} for m, per in logged_rows(args.folder).items() if args.task in per}
+    weights = FitnessWeights(end_penalty=args.end_penalty, logprob_weight=args.logprob_weight)
+    print("\n".join(noise_floor(rows, tasks, weights, sample=args.sample)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,344 @@
+"""The main job: search per-layer factors, pick the answer on a validation split, re-test it held out.
+
+    python -m lpes_framework optimizer=ga curve=bezier pos=ntk
+
+Everything is checked (scheme options, curve bounds, tasks, optimizer settings, gene counts) before
+the model loads. Candidates are scored by an executor (this process, or Ray workers); only this driver
+writes. Outputs land in the Hydra run directory: evaluations.jsonl, checkpoint.json,
+best_factors.json, factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig
+from tqdm.auto import tqdm
+
+from .cli import plain, prepare, task_specs
+from ..report.artifacts import SearchSummary, write_artifacts
+from ..evaluation.comparison import compare, format_intervals, format_table, uniform_method_name
+from ..position.curves import build_curve
+from ..errors import LpesError
+from ..evaluation.results import scores_from_json, scores_to_json
+from ..execution import GradientJob, build_executor, encode_splits
+from ..model.factors import factors_record, write_json_atomic
+from ..evaluation.fitness import FitnessWeights, Outcome, outcome
+from ..report.loggers import build_logger
+from ..registries import EXECUTORS, LOGGERS
+from ..model.load import identify
+from ..optim import build_optimizer
+from ..optim.gradient import start_genes
+from ..position import build_scheme, is_identity, require_gradient
+from ..evaluation.results import by_position
+from ..evaluation.selection import candidate_name, select
+from ..io.spec import KEY, RunSpec, differences, model_differences
+from ..io.store import RunLock, RunStore, cache_key
+from ..tasks import SPLITS, TASKS
+
+# Keys that may change between a run and its resume without changing any score.
+_RESUME_FREE = {"resume", "logger", "threads", "progress", "validation", "executor"}
+
+
+def _fingerprint(data: dict, objectives: int) -> dict:
+    """What must not change between a run and its resume (applied to the stored fingerprint too, so runs
+    written before a key became free still resume)."""
+    free = _RESUME_FREE | ({"perplexity_task"} if objectives == 1 else set())  # unused by a scalar optimizer
+    data = {k: v for k, v in data.items() if k not in free}
+    data["optimizer"] = {k: v for k, v in data["optimizer"].items() if k != "generations"}  # a resume may extend
+    return data
+
+
+class Search:
+    def __init__(self, cfg: DictConfig, out_dir: Path):
+        prepare(cfg)
+        self.cfg, self.out = cfg, Path(out_dir)
+        self.scheme_cfg = plain(cfg.pos)
+        self.scheme = build_scheme(self.scheme_cfg)  # bad options are refused now
+        specs = task_specs(cfg)
+        self.weights = FitnessWeights(**plain(cfg.fitness))
+        self.shape = identify(cfg.model)
+        self.spec = RunSpec(command="search", config=plain(cfg), model=self.shape.as_dict())
+        self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
+        self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
+        self.gradient = getattr(self.optimizer, "needs_gradient", False)
+        self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
+        if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
+            specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
+            self.tasks["perplexity"] = TASKS.build(specs["perplexity"])
+        self.task_specs = specs
+        if self.gradient:
+            self._check_gradient_search()
+        self.executor_cfg = plain(cfg.executor)
+        EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor or logger is refused now
+        LOGGERS.get((cfg.get("logger") or {"name": "none"})["name"])
+        # everything besides the factors that changes a search-split score: the evaluation cache key
+        self.context = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
+                        "scoring": cfg.scoring, "share_prefix": cfg.share_prefix,
+                        "tasks": {k: t.describe() for k, t in self.tasks.items()}}
+        # prompts are tokenised and measured against the model's window before any weights load
+        self.evaluators = encode_splits(cfg, self.tasks, SPLITS)
+        self.store = RunStore(self.out)
+        # held from before the "already holds a search" check to the end, so two runs started together
+        # in one folder cannot both pass it and interleave their records
+        self.lock = RunLock(self.out).acquire()
+        self.executor = None  # started by setup()
+        self.log: list[dict] = []
+        self._restore_or_refuse(cfg.resume)
+
+    def _check_gradient_search(self) -> None:
+        """optimizer=gradient: a differentiable scheme and curve, retrieval tasks, a start in bounds."""
+        require_gradient(self.scheme)
+        if not self.curve.differentiable():
+            raise LpesError(f"curve={self.curve.name} maps genes to factors without a gradient (its shape is not "
+                            "written in torch); optimizer=gradient needs a differentiable curve: use optimizer=ga")
+        weighted = [k for k, t in self.tasks.items() if t.metric == "perplexity" and t.weight != 0]
+        if weighted:
+            raise LpesError(f"optimizer=gradient optimises retrieval tasks; task {weighted[0]} is a perplexity task "
+                            "with weight != 0 (set its weight to 0 or use optimizer=ga)")
+        self.optimizer.begin(start_genes(self.optimizer.start, self.curve))
+
+    def _restore_or_refuse(self, resume: bool) -> None:
+        if resume and not self.store.has_run():
+            raise LpesError(f"resume=true, but {self.out} holds no search to continue (no evaluations.jsonl): "
+                            "check hydra.run.dir, or drop resume=true to start one")
+        objectives = self.optimizer.objectives
+        if not resume:
+            if self.store.has_run():
+                raise LpesError(f"{self.out} already holds a search; pass resume=true to continue it")
+            # the run record comes first, before any weights load or any score is written, so a resume
+            # is checked against it even when it was killed before its first checkpoint
+            self.store.evaluations.append(self.spec.record())
+            self.cache: dict[str, dict] = {KEY: self.spec.record()}
+            return
+        self.cache = self.store.evaluations.load()
+        state = self.store.load_checkpoint()
+        if KEY in self.cache:  # logs of versions before the run record have none
+            recorded = RunSpec.from_json(self.cache[KEY]["spec"], str(self.store.evaluations.path))
+            differ = differences(_fingerprint(recorded.config, objectives), _fingerprint(self.spec.config, objectives))
+            differ += model_differences(recorded.model, self.spec.model)
+            if differ:
+                raise LpesError(f"{self.out} holds a search with other settings ({', '.join(differ[:6])}"
+                                f"{', ...' if len(differ) > 6 else ''} differ); resume with the original overrides")
+        if state is None:
+            return  # no finished generation yet: the optimizer replays from the cache
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.log = state["log"]
+
+    def score(self, candidates: list[tuple]) -> list[dict]:
+        """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
+        cache where done before; the rest go to the executor and are written in this order. A schedule that
+        is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
+        scores instead of a second identical run."""
+        keys = [cache_key(factors, self.context) for factors, _, _ in candidates]
+        todo = {key: c for key, c in zip(keys, candidates) if key not in self.cache}  # distinct keys, in order
+        baseline = self.cache.get(cache_key(None, self.context))
+        same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0], "search")}
+        for key, (factors, kind, genome) in same.items():
+            self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
+        todo = {key: c for key, c in todo.items() if key not in same}
+        jobs = [("search", factors, None if factors is None else self.scheme_cfg) for factors, _, _ in todo.values()]
+        results = self.executor.run(jobs, desc=candidates[0][1] if candidates else "")
+        for (key, (factors, kind, genome)), (rows, seconds) in zip(todo.items(), results):
+            scores = scores_to_json({task: by_position(r) for task, r in rows.items()})
+            self._record(key, factors, kind, genome, scores, seconds)
+        return [self.cache[key] for key in keys]
+
+    def _unpatched(self, factors, split: str) -> bool:
+        return self.evaluators[split].within_trained and is_identity(self.scheme, factors)
+
+    def _record(self, key: str, factors, kind: str, genome, scores: dict, seconds: float, **extra) -> None:
+        record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
+                  "genome": None if genome is None else [float(g) for g in genome],
+                  "factors": None if factors is None else [float(f) for f in factors],
+                  "scores": scores, "seconds": round(seconds, 3), **extra}
+        if kind == "candidate":
+            record["outcome"] = outcome(scores_from_json(scores), self.baseline, self.tasks, self.weights).__dict__
+        self.store.evaluations.append(record)
+        self.cache[key] = record
+
+    def setup(self, loaded=None) -> None:
+        """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
+        reused) and score the unpatched baseline."""
+        self.executor = build_executor(self.executor_cfg, plain(self.cfg), self.task_specs, SPLITS,
+                                       evaluators=self.evaluators, loaded=loaded)
+        self.info = self.executor.info
+        print(self.info.line())
+        self.baseline = scores_from_json(self.score([(None, "baseline", None)])[0]["scores"])
+
+    def loop(self, logger=None) -> None:
+        """Generations until the optimizer is done, checkpointing after each."""
+        bar = tqdm(total=self.optimizer.generations, initial=self.optimizer.generation, desc="generations",
+                   disable=not self.cfg.progress)
+        while not self.optimizer.done:
+            genomes = self.optimizer.ask()
+            records = self.score([(self.curve.factors(g), "candidate", g) for g in genomes])
+            outcomes = [Outcome(**r["outcome"]) for r in records]
+            self.optimizer.tell(genomes, outcomes)
+            best_genome, best = self.optimizer.best()
+            finite = [o.fitness for o in outcomes if math.isfinite(o.fitness)]
+            entry = {"generation": self.optimizer.generation, "evaluated": len(genomes),
+                     "best_fitness": best.fitness, "mean_fitness": float(np.mean(finite)) if finite else math.nan}
+            self.log.append(entry)
+            self._checkpoint()
+            if logger is not None:
+                logger.log_generation(entry["generation"], entry, self.curve.factors(best_genome))
+            bar.update(1)
+            bar.set_postfix(best=f"{best.fitness:.4f}")
+        bar.close()
+
+    @property
+    def fixed_contexts(self) -> int:
+        """Draws of the fixed search split (every candidate's scoring); gradient minibatches start after."""
+        return max(t.samples_per_position for t in self.tasks.values())
+
+    def optimize(self, logger=None) -> None:
+        """The search proper: gradient steps or ask/tell generations, whichever the optimizer takes."""
+        (self.descend if self.gradient else self.loop)(logger)
+
+    def _checkpoint(self) -> None:
+        # the settings it belongs to are the log's first record, checked on resume before this is read
+        self.store.save_checkpoint({"log": self.log, "optimizer": self.optimizer.state_dict()})
+
+    def descend(self, logger=None) -> None:
+        """optimizer=gradient: Adam steps on fresh minibatches, the genes scored on the fixed search split
+        every ``eval_every`` steps (see ``optim.gradient``), checkpointing after every step. A step already
+        in the evaluation log (a kill between its record and the checkpoint) is taken from there."""
+        opt = self.optimizer
+        settings = {"curve": plain(self.cfg.curve), "scheme": self.scheme_cfg, "weights": plain(self.cfg.fitness)}
+        bar = tqdm(total=opt.generations, initial=opt.generation, desc="steps", disable=not self.cfg.progress)
+        self.scored = self.log[-1]["mean_fitness"] if self.log else math.nan  # the latest fixed-split fitness
+        while not opt.done:
+            genes = opt.genes()
+            scored_now = opt.scoring_due()
+            if scored_now:
+                record = self.score([(self.curve.factors(genes), "candidate", genes)])[0]
+                opt.observe(genes, Outcome(**record["outcome"]))
+                self.scored = record["outcome"]["fitness"]
+            if opt.restart_over:
+                opt.next_restart()
+                self._checkpoint()
+                continue
+            draws = opt.next_draws(self.fixed_contexts)
+            key = cache_key(genes, {**self.context, "step": [opt.restart, opt.step], "draws": draws})
+            if key not in self.cache:
+                job = GradientJob(split="search", draws=tuple(draws), genes=tuple(float(g) for g in genes),
+                                  per_position=len(draws), **settings)
+                result = self.executor.gradient(job)
+                self._record_step(key, genes, draws, result)
+            step = self.cache[key]
+            opt.update(step["gradient"])
+            _, best = opt.best()
+            entry = {"generation": opt.generation, "evaluated": int(scored_now), "best_fitness": best.fitness,
+                     "mean_fitness": self.scored, "objective": step["objective"]}
+            self.log.append(entry)
+            self._checkpoint()
+            if logger is not None:
+                logger.log_generation(entry["generation"], entry, self.curve.factors(opt.genes()))
+            bar.update(1)
+            bar.set_postfix(objective=f"{step['objective']:+.4f}", best=f"{best.fitness:.4f}")
+        bar.close()
+
+    def _record_step(self, key: str, genes, draws, result) -> None:
+        record = {"key": key, "kind": "step", "generation": self.optimizer.generation,
+                  "restart": self.optimizer.restart, "genome": [float(g) for g in genes],
+                  "factors": [float(f) for f in self.curve.factors(genes)], "draws": draws,
+                  "objective": result.value, "gradient": result.gradient,
+                  "seconds": round(sum(result.seconds.values()), 3),
+                  "seconds_parts": {k: round(v, 3) for k, v in result.seconds.items()}}
+        self.store.evaluations.append(record)
+        self.cache[key] = record
+
+    def run(self) -> dict:
+        logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
+        try:
+            self.setup()
+            self.optimize(logger)
+            summary = self.finish()
+            logger.log_summary({"best_fitness": summary["search"]["fitness"]})
+        finally:
+            logger.finish()
+            if self.executor is not None:
+                self.executor.close()
+            self.lock.release()
+        return summary
+
+    def finish(self) -> dict:
+        """Pick the answer on fresh data (``selection.select`` over the top candidates re-scored on the
+        validation split), then measure it on the held-out test split against the unpatched model and the
+        best uniform scaling, with paired bootstrap intervals over contexts, and write the result."""
+        top = self.top_candidates(int(self.cfg.validation.top_k))
+        uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
+        uniform_name = uniform_method_name(self.scheme_cfg["name"], uniform)
+        uniform_job = ([uniform] * self.shape.n_layers, self.scheme_cfg)
+        candidates = {candidate_name(i): (self.curve.factors(g), self.scheme_cfg) for i, (g, _) in enumerate(top)}
+        resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
+        choice = select(top, self._validate(candidates, {uniform_name: uniform_job}), self.tasks, self.weights,
+                        resamples=resamples, seed=seed)
+        factors = candidates[choice.name][0]
+        test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: uniform_job,
+                                               "found": (factors, self.scheme_cfg)})
+        test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
+        test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
+        return self._write_result(choice, factors, test, uniform_name, uniform, top)
+
+    def _validate(self, candidates: dict, others: dict):
+        """The candidates, the unpatched model and ``others`` scored on the validation split; the identity
+        among the candidates (often the case when little beats it) is not re-run."""
+        methods = {"unpatched": (None, None), **candidates, **others}
+        same = {n for n, (f, _) in candidates.items() if self._unpatched(f, "validation")}
+        validation = compare(self.executor, "validation", {n: m for n, m in methods.items() if n not in same})
+        validation.rows = {n: validation.rows["unpatched" if n in same else n] for n in methods}
+        return validation
+
+    def _write_result(self, choice, factors, test, uniform_name: str, uniform: float, top: list) -> dict:
+        """best_factors.json (with the run record), pareto.json, report.md and plots; the printed summary."""
+        methods = test.scores
+        test_outcomes = {name: outcome(s, methods["unpatched"], self.tasks, self.weights).__dict__
+                         for name, s in methods.items()}
+        metrics = {"search": choice.search.__dict__,
+                   "validation": {"chosen": choice.name, "fitness": choice.fitness, "intervals": choice.intervals,
+                                  "genomes": {candidate_name(i): [float(x) for x in g] for i, (g, _) in enumerate(top)}},
+                   "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)} for n, s in methods.items()},
+                   "intervals": test.as_json()["intervals"]}
+        record = factors_record(model=self.info.as_dict(), scheme=self.scheme_cfg, factors=factors,
+                                curve=self.curve.describe(), genome=choice.genome, metrics=metrics,
+                                task=self.task_specs[self.cfg.task.name])
+        write_json_atomic(self.out / "best_factors.json", record | {"run": self.spec.as_json()})
+        front = self.optimizer.front()
+        if front:
+            write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
+        table = format_table(methods) + "\n" + format_intervals(test)
+        write_artifacts(self.out, SearchSummary(
+            model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.describe(),
+                                            "optimizer": plain(self.cfg.optimizer)},
+            log=self.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=choice.search,
+            val_fitness=choice.fitness, val_intervals=choice.intervals, chosen=choice.name, test=test,
+            test_outcomes=test_outcomes, table=table,
+            history=[o for _, o in self.optimizer.history.values()], front=[o for _, o in front]))
+        print(table)
+        low, high = choice.intervals[choice.name]
+        print(f"best search fitness {choice.search.fitness:.4f}; validation chose {choice.name} "
+              f"({choice.fitness[choice.name]:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}]); "
+              f"test fitness found {test_outcomes['found']['fitness']:.4f} vs uniform "
+              f"{test_outcomes[uniform_name]['fitness']:.4f}; wrote {self.out}")
+        return {"search": choice.search.__dict__, "test": test_outcomes, "factors": factors.tolist(),
+                "chosen": choice.name}
+
+    def top_candidates(self, k: int) -> list:
+        """The ``k`` best distinct genomes of the search, best first: (genome, outcome)."""
+        ranked = sorted(self.optimizer.history.values(), key=lambda item: item[1].fitness, reverse=True)
+        return [(np.asarray(g), o) for g, o in ranked[:k]]
+
+    def uniform_baseline(self, factors) -> float:
+        """The uniform factor to test next to the found ones: the best non-identity uniform scaling the
+        search evaluated (tuned on the same search data), else the mean of the found factors."""
+        uniform = [(o.fitness, g[0]) for g, o in self.optimizer.history.values()
+                   if len(set(g)) == 1 and g[0] != 1.0]
+        return round(float(max(uniform)[1] if uniform else np.mean(factors)), 4)
+
+
+def run_search(cfg: DictConfig, out_dir: Path) -> dict:
+    return Search(cfg, out_dir).run()

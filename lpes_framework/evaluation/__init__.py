@@ -1,0 +1,1 @@
+"""Judging scored rows: per-position summaries, intervals, the fitness, comparisons, the choice."""

@@ -1,0 +1,73 @@
+"""One held-out comparison, used by the evaluate command and after a search: several methods scored on
+the same samples, summarised by gold position, with paired bootstrap intervals against references."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ..tasks.base import WHOLE_TEXT
+from .results import Scores, ScoreRow, by_position, scores_to_json
+from .stats import Interval, paired_bootstrap
+
+Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
+
+
+def uniform_method_name(scheme_name: str, factor: float) -> str:
+    """How one factor for every layer is labelled wherever methods are compared."""
+    return f"uniform {scheme_name} {factor:g}"
+
+
+@dataclass
+class Comparison:
+    rows: dict[str, dict[str, list[ScoreRow]]]  # method -> task -> per-sample rows (same samples for all)
+    intervals: dict[str, dict[str, dict[str, Interval]]] = field(default_factory=dict)  # "a - b" -> task -> ...
+
+    @property
+    def scores(self) -> dict[str, Scores]:
+        return {m: {task: by_position(rows) for task, rows in per.items()} for m, per in self.rows.items()}
+
+    def add_intervals(self, a: str, b: str, *, resamples: int = 2000, seed: int = 0) -> None:
+        """Paired bootstrap of exact match, ``a`` minus ``b``, for every retrieval task."""
+        self.intervals[f"{a} - {b}"] = {
+            task: paired_bootstrap(rows, self.rows[b][task], resamples=resamples, seed=seed)
+            for task, rows in self.rows[a].items() if rows and rows[0].position != WHOLE_TEXT}
+
+    def as_json(self) -> dict:
+        return {"scores": {m: scores_to_json(s) for m, s in self.scores.items()},
+                "intervals": {pair: {task: {p: i.as_dict() for p, i in per.items()} for task, per in tasks.items()}
+                              for pair, tasks in self.intervals.items()}}
+
+
+def compare(executor, split: str, methods: Mapping[str, Method], prefix: str = "") -> Comparison:
+    """Every method scored on the same samples of ``split`` by the executor (jobs in parallel where it can)."""
+    jobs = [(split, factors, scheme) for factors, scheme in methods.values()]
+    return Comparison({name: rows for name, (rows, _) in zip(methods, executor.run(jobs, desc=f"{prefix}{split}"))})
+
+
+def format_table(methods: Mapping[str, Scores]) -> str:
+    """Rows are methods, columns gold positions; each cell is 'accuracy% / log-prob' (perplexity for ppl tasks)."""
+    lines = []
+    first = next(iter(methods.values()))
+    width = max(len(m) for m in methods) + 2
+    for task in first:
+        positions = list(first[task])
+        lines.append(f"[{task}] " + "acc% / logprob by gold position")
+        lines.append("method".ljust(width) + "".join(f"{p:>16}" for p in positions))
+        for name, scores in methods.items():
+            cells = []
+            for p in positions:
+                s = scores[task][p]
+                cells.append(f"ppl {s.perplexity:8.2f}" if p == WHOLE_TEXT else f"{100 * s.accuracy:5.1f} / {s.logprob:7.3f}")
+            lines.append(name.ljust(width) + "".join(f"{c:>16}" for c in cells))
+    return "\n".join(lines)
+
+
+def format_intervals(comparison: Comparison) -> str:
+    """One block per compared pair: exact-match difference in points [95% interval] by gold position."""
+    lines = []
+    for pair, tasks in comparison.intervals.items():
+        for task, per in tasks.items():
+            lines.append(f"[{task}] {pair}: exact match, points [95% paired bootstrap interval over contexts]")
+            lines.append("  " + "   ".join(f"{p}: {i}" for p, i in per.items()))
+    return "\n".join(lines)

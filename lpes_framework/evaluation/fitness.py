@@ -1,0 +1,127 @@
+"""Fitness: one number per candidate, relative to the unpatched model on the search split.
+
+For each retrieval task and gold position p (u_p in [0, 1] its relative depth: (p - min) / (max - min) over
+the task's gold positions, so the order they are listed in does not matter):
+
+    q_p      = accuracy_p + logprob_weight * mean_logprob_p      (log-prob breaks accuracy ties and gives
+                                                                  small models a gradient of quality)
+    w_p      = 1 + middle_bonus * (1 - |2 u_p - 1|)              (the middle counts most)
+    task     = sum_p w_p (q_p - q_p^base) / sum_p w_p
+               - end_penalty * sum_{p in {min, max}} max(0, q_p^base - q_p)
+
+Perplexity tasks contribute ``logprob_weight`` times the change of their mean token log-prob. The
+fitness is the task-weighted sum, so the unpatched model scores exactly 0. A candidate whose scores
+are NaN or infinite gets ``invalid_fitness`` instead of crashing the search.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import LpesError
+from ..io.jsonio import nulls_to_nan
+from ..tasks.base import WHOLE_TEXT, whole_text
+from .results import Scores, ScoreRow, by_position
+from ..tasks import Task
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the optimizers see of a candidate."""
+
+    fitness: float  # scalar to maximise (penalised when the candidate produced NaN/inf)
+    retrieval: float  # weighted retrieval score (NSGA-II objective 1, maximised)
+    perplexity: float  # perplexity on the perplexity task (NSGA-II objective 2, minimised; nan if none)
+
+    def __post_init__(self):
+        nulls_to_nan(self)  # JSON stores a missing perplexity as null
+
+
+@dataclass(frozen=True)
+class FitnessWeights:
+    middle_bonus: float = 1.0
+    end_penalty: float = 2.0
+    logprob_weight: float = 0.1
+    invalid_fitness: float = -1000.0
+
+    def __post_init__(self):
+        """Checked when the config is read: a weight that is text or NaN would only surface (or silently
+        give every candidate ``invalid_fitness``) after the whole search."""
+        for name, value in vars(self).items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise LpesError(f"fitness.{name} must be a finite number, got {value!r}")
+            if name != "invalid_fitness" and value < 0:
+                raise LpesError(f"fitness.{name} must be >= 0, got {value}")
+
+
+def quality(stats, weights: FitnessWeights) -> float:
+    return stats.accuracy + weights.logprob_weight * stats.logprob
+
+
+def depths(positions) -> dict[str, float]:
+    """Relative depth in [0, 1] of each gold position label (an index or a percentage, as a string)."""
+    values = {p: float(p) for p in positions}
+    low, high = min(values.values()), max(values.values())
+    return {p: (v - low) / (high - low) if high > low else 0.5 for p, v in values.items()}
+
+
+def depth_weights(positions, weights: FitnessWeights) -> dict[str, float]:
+    """w_p = 1 + middle_bonus * (1 - |2 u_p - 1|) of each gold position label."""
+    return {p: 1 + weights.middle_bonus * (1 - abs(2 * u - 1)) for p, u in depths(positions).items()}
+
+
+def end_positions(positions) -> set[str]:
+    """The shallowest and the deepest gold position labels (none when there is only one)."""
+    depth = depths(positions)
+    return {min(depth, key=depth.get), max(depth, key=depth.get)} if len(depth) > 1 else set()
+
+
+def task_score(scores, base, weights: FitnessWeights) -> float:
+    if whole_text(base):
+        return weights.logprob_weight * (scores[WHOLE_TEXT].logprob - base[WHOLE_TEXT].logprob)
+    w = depth_weights(base, weights)
+    total = sum(wp * (quality(scores[p], weights) - quality(base[p], weights)) for p, wp in w.items())
+    loss = sum(max(0.0, quality(base[p], weights) - quality(scores[p], weights)) for p in end_positions(base))
+    return total / sum(w.values()) - weights.end_penalty * loss
+
+
+def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> Outcome:
+    weighted = {n: t.weight * task_score(scores[n], baseline[n], weights) for n, t in tasks.items()}
+    retrieval = sum(v for n, v in weighted.items() if tasks[n].metric != "perplexity")
+    ppl = [stats.perplexity for n, t in tasks.items() if t.metric == "perplexity" for stats in scores[n].values()]
+    perplexity = sum(ppl) / len(ppl) if ppl else math.nan
+    fitness = sum(weighted.values())
+    values = [fitness, retrieval] + [s.logprob for per in scores.values() for s in per.values()]
+    if not all(math.isfinite(v) for v in values):
+        return Outcome(fitness=weights.invalid_fitness, retrieval=weights.invalid_fitness, perplexity=math.inf)
+    return Outcome(fitness=fitness, retrieval=retrieval, perplexity=perplexity)
+
+
+def fitness_interval(rows: Mapping[str, list[ScoreRow]], baseline: Mapping[str, list[ScoreRow]],
+                     tasks: Mapping[str, Task], weights: FitnessWeights, *, resamples: int = 1000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """Fitness of ``rows`` against ``baseline`` (the same samples), and its 95% paired bootstrap interval:
+    each resample draws every task's contexts with replacement and recomputes the fitness, so the width
+    is what the fitness of this many contexts can tell apart (a search's noise floor)."""
+    def fitness(picks: Mapping[str, np.ndarray]) -> float:
+        a, b = ({task: by_position([r for c in picks[task] for r in per[task][c]]) for task in per}
+                for per in (mine, theirs))
+        return outcome(a, b, tasks, weights).fitness
+
+    mine, theirs = ({task: _by_context(r) for task, r in data.items()} for data in (rows, baseline))
+    rng = np.random.default_rng(seed)
+    contexts = {task: np.array(sorted(per)) for task, per in theirs.items()}
+    draws = [fitness({task: rng.choice(c, size=len(c)) for task, c in contexts.items()}) for _ in range(resamples)]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return fitness(contexts), float(low), float(high)
+
+
+def _by_context(rows: list[ScoreRow]) -> dict[int, list[ScoreRow]]:
+    groups: dict[int, list[ScoreRow]] = {}
+    for row in rows:
+        groups.setdefault(row.context, []).append(row)
+    return groups

@@ -1,0 +1,102 @@
+"""Scores of single samples, and their summary by gold position with 95% confidence intervals."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+from ..io.jsonio import nulls_to_nan
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    position: int | str
+    logprob: float  # mean log-probability of the gold answer tokens
+    exact: bool  # greedy decoding reproduces the whole answer
+    first: bool  # greedy decoding gets the first answer token
+    first_logprob: float
+    tokens: int  # answer tokens scored
+    token_logprobs: tuple[float, ...] = ()  # log-probability of each gold answer token
+    context: int = 0  # the sample's draw (haystack, record): paired comparisons resample these
+
+
+@dataclass(frozen=True)
+class PositionStats:
+    count: int
+    accuracy: float
+    ci_low: float  # Wilson 95% interval of the accuracy
+    ci_high: float
+    first_accuracy: float
+    logprob: float  # mean over samples of the per-sample mean answer log-prob
+    logprob_se: float
+    first_logprob: float
+    perplexity: float  # exp(-token-weighted mean log-prob); the metric of perplexity tasks
+
+    def __post_init__(self):
+        nulls_to_nan(self)  # JSON stores non-finite numbers as null
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarise(rows: list[ScoreRow]) -> PositionStats:
+    n = len(rows)
+    hits = sum(r.exact for r in rows)
+    low, high = wilson(hits, n)
+    lps = [r.logprob for r in rows]
+    mean = sum(lps) / n
+    var = sum((x - mean) ** 2 for x in lps) / (n - 1) if n > 1 else 0.0
+    tokens = sum(r.tokens for r in rows)
+    token_mean = sum(r.logprob * r.tokens for r in rows) / tokens
+    return PositionStats(
+        count=n, accuracy=hits / n, ci_low=low, ci_high=high,
+        first_accuracy=sum(r.first for r in rows) / n,
+        logprob=mean, logprob_se=math.sqrt(var / n),
+        first_logprob=sum(r.first_logprob for r in rows) / n,
+        perplexity=math.exp(-token_mean) if math.isfinite(token_mean) else math.inf,
+    )
+
+
+def by_position(rows: list[ScoreRow]) -> dict[str, PositionStats]:
+    """Per gold position (keys as strings, ready for JSON), in the order positions first appear."""
+    groups: dict[str, list[ScoreRow]] = defaultdict(list)
+    for row in rows:
+        groups[str(row.position)].append(row)
+    return {pos: summarise(group) for pos, group in groups.items()}
+
+
+Scores = dict[str, dict[str, PositionStats]]  # task -> gold position -> stats
+
+
+def scores_to_json(scores: Scores) -> dict:
+    return {task: {pos: stats.as_dict() for pos, stats in per_pos.items()} for task, per_pos in scores.items()}
+
+
+def rows_to_json(rows: Mapping[str, list[ScoreRow]]) -> dict:
+    return {task: [asdict(row) for row in per] for task, per in rows.items()}
+
+
+def rows_from_json(data: Mapping) -> dict[str, list[ScoreRow]]:
+    """Inverse of ``rows_to_json`` after a strict-JSON round trip (non-finite numbers come back as None)."""
+    def nan(value):
+        return math.nan if value is None else value
+
+    return {task: [ScoreRow(**{**row, "logprob": nan(row["logprob"]), "first_logprob": nan(row["first_logprob"]),
+                               "token_logprobs": tuple(nan(v) for v in row["token_logprobs"])}) for row in per]
+            for task, per in data.items()}
+
+
+def scores_from_json(data: Mapping) -> Scores:
+    return {task: {pos: PositionStats(**stats) for pos, stats in per_pos.items()} for task, per_pos in data.items()}

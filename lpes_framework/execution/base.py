@@ -1,0 +1,203 @@
+"""What every executor shares: jobs, the encoded samples of a split (``Evaluator``), the per-worker
+``Scorer``, and the ``Executor`` interface.
+
+An executor is built as ``Executor(cfg, task_specs, splits, **options)`` (``cfg``: the run's whole
+config as a dict; in-process executors also take ``evaluators=`` and ``loaded=``), exposes ``info``
+(the model's ``ModelInfo``), and implements ``run(jobs, desc)``, ``gradient(job)`` and ``close()``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..errors import LpesError
+from ..position import Scheme, apply_layer_scaling
+from ..registries import SCORERS
+from ..evaluation.results import ScoreRow
+from ..tasks import Task
+
+Job = tuple[str, "Sequence[float] | None", "dict | None"]
+Rows = dict[str, list[ScoreRow]]
+
+
+@dataclass(frozen=True)
+class GradientJob:
+    """One value-and-gradient evaluation: the objective of ``genes`` (under ``curve`` and ``scheme``) on
+    draws ``draws`` of ``split``, against the unpatched model on the same samples (see
+    ``scoring.gradient``). ``per_position`` is the whole minibatch's sample count per gold position, so
+    that a share of its draws (one Ray worker's) returns its part of the same sum."""
+
+    split: str
+    draws: tuple[int, ...]
+    genes: tuple[float, ...]
+    curve: dict
+    scheme: dict
+    weights: dict
+    per_position: int
+
+    def shares(self, n: int) -> list["GradientJob"]:
+        """The job cut into at most ``n`` jobs over consecutive blocks of its draws."""
+        blocks = [list(b) for b in np.array_split(np.array(self.draws, dtype=int), min(n, len(self.draws)))]
+        return [replace(self, draws=tuple(int(d) for d in b)) for b in blocks]
+
+
+class Evaluator:
+    def __init__(self, tokenizer, tasks: Mapping[str, Task], *, split: str, trained_context: int,
+                 batch_size: int = 4, scoring: str = "teacher_forced", share_prefix: bool = True,
+                 allow_beyond_trained: bool = False, progress: bool = True):
+        if batch_size < 1:
+            raise LpesError(f"batch_size must be >= 1, got {batch_size}")
+        self.tokenizer, self.tasks, self.split = tokenizer, dict(tasks), split
+        self.scorer = SCORERS.get(scoring)
+        self.batch_size = batch_size
+        self.share_prefix = share_prefix
+        self.progress = progress
+        self.encoded = {name: task.encode(split, tokenizer) for name, task in self.tasks.items()}
+        longest = max(len(e.ids) for items in self.encoded.values() for e in items)
+        if longest > trained_context and not allow_beyond_trained:
+            raise LpesError(f"longest {split}-split prompt has {longest} tokens, beyond the model's trained context "
+                            f"of {trained_context}; shorten the task or set allow_beyond_trained=true")
+        # Dynamic schemes change the model at factor 1 past the window (see position.is_identity).
+        answer = max(task.max_new_tokens for task in self.tasks.values())
+        self.within_trained = longest + answer <= trained_context
+
+    @property
+    def samples(self) -> int:
+        return sum(len(items) for items in self.encoded.values())
+
+    def without(self, scored: Mapping[str, set[int]]) -> "Evaluator":
+        """The same evaluator over the samples whose context (draw) is not in ``scored[task]``: what a
+        comparison resumed with more samples per position still has to score."""
+        rest = copy.copy(self)
+        rest.encoded = {name: kept for name, items in self.encoded.items()
+                        if (kept := [e for e in items if e.sample.context not in scored.get(name, ())])}
+        return rest
+
+    def with_draws(self, draws: Sequence[int], keep=lambda task: True) -> "Evaluator":
+        """The same evaluator over other draws of its split (a gradient minibatch), for the tasks ``keep``
+        accepts (only they are encoded)."""
+        out = copy.copy(self)
+        out.tasks = {name: task.with_draws(draws) for name, task in self.tasks.items() if keep(task)}
+        out.encoded = {name: task.encode(self.split, self.tokenizer) for name, task in out.tasks.items()}
+        return out
+
+    def rows(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
+             desc: str = "eval") -> dict[str, list[ScoreRow]]:
+        """Per-sample scores of ``model`` by task; ``factors=None`` evaluates it unpatched."""
+        handle = apply_layer_scaling(model, factors, scheme) if factors is not None else None
+        try:
+            with tqdm(total=self.samples, desc=desc, disable=not self.progress, leave=False) as bar:
+                return {name: self.scorer(
+                            model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
+                            tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
+                            share_prefix=self.share_prefix, match=self.tasks[name].matches, progress=bar.update)
+                        for name, items in self.encoded.items()}
+        finally:
+            if handle is not None:
+                handle.remove()
+
+
+def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None) -> dict:
+    """One Evaluator per split: the tasks' samples tokenised and checked against the model's window
+    (tokenizer and config only: no weights)."""
+    from ..model.load import identify, load_tokenizer
+
+    tokenizer = tokenizer or load_tokenizer(cfg.model)
+    context = identify(cfg.model).trained_context
+    return {split: Evaluator(tokenizer, tasks, split=split, trained_context=context, batch_size=cfg.batch_size,
+                             scoring=cfg.scoring, share_prefix=cfg.share_prefix,
+                             allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
+            for split in splits}
+
+
+class Scorer:
+    """What a worker holds: the model, the encoded samples of every split, the schemes it was sent."""
+
+    def __init__(self, cfg: dict, task_specs: dict, splits: Sequence[str], threads: int | None = None, *,
+                 evaluators: dict | None = None, loaded=None):
+        from omegaconf import OmegaConf
+
+        from ..model.load import load_model
+        from ..tasks import TASKS
+
+        if threads:
+            import torch
+
+            torch.set_num_threads(int(threads))
+        cfg = OmegaConf.create(cfg)
+        if evaluators is None:
+            evaluators = encode_splits(cfg, {k: TASKS.build(s) for k, s in task_specs.items()}, splits)
+        self.evaluators = evaluators
+        tokenizer = next(iter(evaluators.values())).tokenizer
+        self.model, _, self.info = loaded or load_model(cfg.model, tokenizer)
+        self._schemes: dict[str, object] = {}
+        self._curves: dict[str, object] = {}
+
+    def model_info(self):
+        return self.info
+
+    def scheme(self, cfg: dict | None):
+        from ..position import build_scheme
+
+        if cfg is None:
+            return None
+        key = repr(sorted(cfg.items()))
+        if key not in self._schemes:
+            self._schemes[key] = build_scheme(cfg)
+        return self._schemes[key]
+
+    def curve(self, cfg: dict):
+        from ..position.curves import build_curve
+
+        key = repr(sorted(cfg.items()))
+        if key not in self._curves:
+            self._curves[key] = build_curve(cfg, self.info.n_layers)
+        return self._curves[key]
+
+    def gradient(self, job: GradientJob):
+        """The unpatched rows of the job's samples, then the objective and its gradient against them."""
+        from ..evaluation.fitness import FitnessWeights
+        from ..scoring.gradient import GradientResult, sample_coefficients, value_and_gradient
+
+        start = time.perf_counter()
+        evaluator = self.evaluators[job.split].with_draws(job.draws, keep=lambda task: task.metric != "perplexity")
+        baseline = evaluator.rows(self.model, desc="minibatch")
+        middle = time.perf_counter()
+        weights = FitnessWeights(**job.weights)
+        coefficients = {task: sample_coefficients({str(r.position) for r in rows}, evaluator.tasks[task].weight,
+                                                  weights, job.per_position) for task, rows in baseline.items()}
+        value, gradient, rows = value_and_gradient(
+            self.model, evaluator.encoded, baseline, coefficients, job.genes, self.curve(job.curve),
+            self.scheme(job.scheme), batch_size=evaluator.batch_size, pad_id=evaluator.tokenizer.pad_token_id,
+            share_prefix=evaluator.share_prefix)
+        return GradientResult(value=value, gradient=gradient.tolist(), rows=rows, baseline=baseline,
+                              seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle})
+
+    def rows(self, split: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
+        """Per-sample rows of one job, and the seconds it took here."""
+        start = time.perf_counter()
+        rows = self.evaluators[split].rows(self.model, None if factors is None else list(factors),
+                                           self.scheme(scheme_cfg), desc=desc)
+        return rows, time.perf_counter() - start
+
+
+class Executor:
+    name = "executor"  # set by the registry
+    info = None  # ModelInfo of the model the jobs run on
+
+    def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
+        """(per-sample rows by task, seconds) of each job, in job order."""
+        raise NotImplementedError
+
+    def gradient(self, job: GradientJob):
+        """The ``scoring.gradient.GradientResult`` of one value-and-gradient job."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers; called once, also when the search fails."""

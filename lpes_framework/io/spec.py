@@ -1,0 +1,97 @@
+"""The run record: what a run was made with, written into its folder and read back by everything that
+continues or analyses it (resume, status, attention, re-tests), so none of them rebuilds settings by hand.
+
+A ``RunSpec`` holds the command, its whole resolved config and the model's identity as read from the
+model's config before any weights loaded (``models.identify``: architecture, layers, heads, head size,
+every RoPE parameter, trained window, where the weights came from). A search writes it as the first
+record of ``evaluations.jsonl``, an evaluate as a record of ``rows.jsonl``; both copy it into their
+result files (``best_factors.json`` and ``results.json``, key ``run``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import LpesError
+
+KEY = "spec"  # the record's key and kind in a run's JSONL log
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    command: str  # search | evaluate
+    config: dict  # the resolved config
+    model: dict  # ModelInfo.as_dict() as read before the weights loaded
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+    def record(self) -> dict:
+        """The spec as a record of a run's log."""
+        return {"key": KEY, "kind": KEY, "spec": self.as_json()}
+
+    @classmethod
+    def from_json(cls, data: dict, source: str) -> "RunSpec":
+        # logs written before the run record named the model block "model_as_read" and held no command
+        model = data.get("model", data.get("model_as_read"))
+        if not isinstance(data.get("config"), dict) or not isinstance(model, dict):
+            raise LpesError(f"{source}: damaged run record (no config or model block)")
+        return cls(command=data.get("command", "search"), config=data["config"], model=model)
+
+    def cfg(self):
+        """The run's config as an OmegaConf object (what the commands take)."""
+        from omegaconf import OmegaConf
+
+        return OmegaConf.create(self.config)
+
+
+def differences(a, b, prefix: str = "") -> list[str]:
+    """Dotted names of the settings where two nested dicts differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b), key=str) for d in differences(a.get(k), b.get(k), f"{prefix}{k}.")]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def model_differences(recorded: dict, have: dict) -> list[str]:
+    """The identity fields in which two models differ, over the fields the recorded one holds (records
+    of older versions hold fewer); the label and the weights' location are not compared."""
+    return [f"the model's {d}" for key in recorded if key not in ("name", "source") and key in have
+            for d in differences(recorded[key], have[key], f"{key}.")]
+
+
+def _log_spec(path: Path) -> RunSpec | None:
+    from .store import JsonLog
+
+    specs = [r for r in JsonLog(path).read() if r.get("kind") == KEY]
+    return RunSpec.from_json(specs[-1]["spec"], str(path)) if specs else None
+
+
+def read_spec(run_dir: Path) -> RunSpec:
+    """The run record of a search or evaluate folder: from its log, else from its result files. Folders
+    written before the run record existed fall back to Hydra's copy of their config (no model block)."""
+    run_dir = Path(run_dir)
+    for log in ("evaluations.jsonl", "rows.jsonl"):
+        if (run_dir / log).is_file():
+            spec = _log_spec(run_dir / log)
+            if spec is not None:
+                return spec
+    for result in ("best_factors.json", "results.json"):
+        path = run_dir / result
+        if path.is_file():
+            try:
+                run = json.loads(path.read_text()).get("run")
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise LpesError(f"{path}: corrupted ({exc})") from None
+            if run:
+                return RunSpec.from_json(run, str(path))
+    legacy = run_dir / ".hydra" / "config.yaml"
+    if legacy.is_file():
+        from omegaconf import OmegaConf
+
+        command = "search" if (run_dir / "evaluations.jsonl").is_file() else "evaluate"
+        return RunSpec(command=command, config=OmegaConf.to_container(OmegaConf.load(legacy), resolve=False),
+                       model={})
+    raise LpesError(f"{run_dir} is not a run directory: it holds no run record (evaluations.jsonl, rows.jsonl, "
+                    "best_factors.json or results.json written by lpes)")

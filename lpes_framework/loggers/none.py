@@ -1,9 +1,0 @@
-"""No experiment logging (the default): the run directory's files are the record."""
-
-from ..registries import LOGGERS
-from .base import Logger
-
-
-@LOGGERS.plugin
-class NoLogger(Logger):
-    pass

@@ -1,0 +1,150 @@
+"""Curves: a genome (a few genes) -> one RoPE factor per decoder layer.
+
+All curves read their genes as factor values and are evaluated at the normalised layer index
+t_l = l / (L - 1). Every curve keeps its output inside [low, high] because each is a convex
+combination or a shape-preserving interpolation of its genes, and gene values are clipped to
+[low, high]; ``monotone`` sorts the genes, which makes every curve here monotone in the layer index.
+
+- ``bezier``:   B(t) = sum_k C(n, k) (1 - t)^(n - k) t^k P_k  with n + 1 = control_points (cubic: 4)
+- ``spline``:   PCHIP (monotone cubic Hermite) through the genes at equally spaced t
+- ``linear``:   straight line from the first gene to the second
+- ``step``:     ``steps`` genes, each held over an equal block of consecutive layers
+- ``constant``: one gene for every layer (the uniform-scaling baseline)
+- ``free``:     one gene per layer
+
+``shape`` is written once, in torch operations on float64 tensors: ``factors`` (numpy in, numpy out,
+what the GA and every file use) and ``factors_tensor`` (a traced genome in, traced factors out, what the
+gradient optimizer differentiates) run the same code. Each curve is one module of this package
+(``@CURVES.plugin`` on a ``Curve`` subclass); this module holds what they share.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ...errors import LpesError
+from ..schemes import straight_through
+from ...registries import CURVES
+
+_MONOTONE = (None, "increasing", "decreasing")
+
+
+def layer_grid(n_layers: int) -> np.ndarray:
+    return np.linspace(0.0, 1.0, n_layers) if n_layers > 1 else np.zeros(1)
+
+
+class Curve:
+    """Base: genes in [low, high]; subclasses define ``gene_count(n_layers)`` and ``shape(genes, t)``
+    (torch float64 tensors in and out)."""
+
+    name = "curve"  # set by the registry
+
+    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
+        if n_layers < 1:
+            raise LpesError(f"curve needs at least one layer, got {n_layers}")
+        if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 or high < low:
+            raise LpesError(f"curve bounds must satisfy 0 < low <= high, got low={low}, high={high}")
+        if monotone not in _MONOTONE:
+            raise LpesError(f"curve monotone must be null, 'increasing' or 'decreasing', got {monotone!r}")
+        n_genes = self.gene_count(n_layers)
+        if n_genes < 1:
+            raise LpesError(f"{self.name}: needs at least one gene, got {n_genes}")
+        self.n_layers, self.n_genes = n_layers, n_genes
+        self.low, self.high, self.monotone = float(low), float(high), monotone
+
+    def gene_count(self, n_layers: int) -> int:
+        raise NotImplementedError
+
+    def shape(self, genes: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _finite(self, genome: Sequence[float]) -> np.ndarray:
+        genes = np.asarray(genome, dtype=float)
+        if genes.shape != (self.n_genes,):
+            raise LpesError(f"{self.name} curve takes {self.n_genes} genes, got {genes.size}")
+        if not np.all(np.isfinite(genes)):
+            raise LpesError(f"genome has non-finite genes: {genes.tolist()}")
+        return genes
+
+    def repair(self, genome: Sequence[float]) -> np.ndarray:
+        """The nearest valid genome: right length, finite, clipped to bounds, sorted if monotone."""
+        genes = np.clip(self._finite(genome), self.low, self.high)
+        if self.monotone == "increasing":
+            genes = np.sort(genes)
+        elif self.monotone == "decreasing":
+            genes = np.sort(genes)[::-1]
+        return genes
+
+    def checked(self, genome: Sequence[float], what: str) -> np.ndarray:
+        """A genome given by a user, as it is: out-of-bounds genes are an error here, not clipped (the
+        clipping in ``repair`` is for optimizers' mutations)."""
+        genes = self._finite(genome)
+        outside = [g for g in genes.tolist() if not self.low <= g <= self.high]
+        if outside:
+            raise LpesError(f"{what}: genes {outside} lie outside the {self.name} curve's bounds "
+                            f"[{self.low}, {self.high}] (set curve.low / curve.high)")
+        return genes
+
+    def factors(self, genome: Sequence[float]) -> np.ndarray:
+        with torch.no_grad():
+            return self.factors_tensor(torch.from_numpy(self.repair(genome).copy())).numpy()
+
+    def factors_tensor(self, genes: torch.Tensor) -> torch.Tensor:
+        """Factors of an in-bounds genome (float64 tensor; traced genes give traced factors)."""
+        if self.monotone is not None:
+            genes = torch.sort(genes, descending=self.monotone == "decreasing").values
+        shaped = torch.as_tensor(self.shape(genes, torch.from_numpy(layer_grid(self.n_layers))), dtype=torch.float64)
+        # float round-off of the basis can step a hair outside the bounds; the clamp keeps the promise
+        out = shaped.clamp(self.low, self.high)
+        if bool(torch.all(genes == genes[0])):
+            # every curve maps equal genes to that constant; computing it exactly keeps the identity
+            # genome bit-identical to the unpatched model (basis sums carry float round-off), while the
+            # gradient stays the curve's own (every control point moves the factors)
+            out = straight_through(genes[0].detach().expand(self.n_layers).clone(), out)
+        return out
+
+    def fit(self, factors: Sequence[float]) -> np.ndarray:
+        """The in-bounds genome whose factors are closest to ``factors`` in least squares (exact for the
+        free curve): how a schedule found in one space is drawn in another (a Bezier fit of a free
+        optimum), and where a gradient search over this curve starts from a factors file."""
+        target = torch.tensor(np.asarray(factors, dtype=float))
+        if tuple(target.shape) != (self.n_layers,):
+            raise LpesError(f"{self.name}: cannot fit {target.numel()} factors with a curve over {self.n_layers} layers")
+        mean = float(np.clip(target.mean(), self.low, self.high))
+        x = torch.full((self.n_genes,), mean, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([x], max_iter=500, tolerance_grad=1e-12, tolerance_change=1e-15,
+                                line_search_fn="strong_wolfe")
+
+        def loss():
+            opt.zero_grad()
+            value = ((self.factors_tensor(x.clamp(self.low, self.high)) - target) ** 2).sum()
+            value.backward()
+            return value
+
+        opt.step(loss)
+        return self.repair(x.detach().clamp(self.low, self.high).numpy())
+
+    def differentiable(self) -> bool:
+        """Whether ``shape`` carries a gradient (a plugin curve written in numpy does not)."""
+        genes = torch.linspace(self.low, self.high, self.n_genes, dtype=torch.float64).requires_grad_(True)
+        return self.factors_tensor(genes).requires_grad
+
+    def uniform(self, value: float) -> np.ndarray:
+        """The genome that gives ``value`` at every layer (identity when value == 1)."""
+        if not self.low <= value <= self.high:
+            raise LpesError(f"uniform factor {value} is outside the curve bounds [{self.low}, {self.high}]")
+        return np.full(self.n_genes, float(value))
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.full(self.n_genes, self.low), np.full(self.n_genes, self.high)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "n_genes": self.n_genes, "low": self.low, "high": self.high,
+                "monotone": self.monotone}
+
+
+def build_curve(cfg, n_layers: int) -> Curve:
+    return CURVES.build(cfg, n_layers=n_layers)

@@ -1,0 +1,1 @@
+"""What a run shows: plots, the report and results files, and the experiment loggers."""

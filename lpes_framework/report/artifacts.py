@@ -1,0 +1,65 @@
+"""What a finished search leaves for people to read: the plots and ``report.md`` (the machine-readable
+outputs, ``best_factors.json`` and ``pareto.json``, are the search's own)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..evaluation.comparison import Comparison
+from ..evaluation.fitness import Outcome
+from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    model: str
+    settings: dict  # scheme, curve, optimizer configs, shown as they were given
+    log: list[dict]  # one entry per generation: evaluated, best_fitness, mean_fitness
+    factors: list[float]  # the chosen schedule
+    uniform_name: str
+    uniform: float
+    best: Outcome  # the chosen candidate's search-split outcome
+    val_fitness: dict[str, float]
+    val_intervals: dict[str, list[float]]  # 95% paired bootstrap interval of each against unpatched
+    chosen: str
+    test: Comparison  # the held-out comparison, with its intervals
+    test_outcomes: dict[str, dict]
+    table: str  # the printed held-out table
+    history: list[Outcome]  # every evaluated candidate
+    front: list[Outcome]  # Pareto set (multi-objective optimizers), else empty
+
+
+def write_artifacts(out: Path, s: SearchSummary) -> None:
+    plot_factors({"found": s.factors, s.uniform_name: [s.uniform] * len(s.factors)}, out / "factors.png")
+    plot_progress([e["best_fitness"] for e in s.log], [e["mean_fitness"] for e in s.log], out / "progress.png")
+    middle = {task: per["middle"] for task, per in s.test.intervals["found - unpatched"].items()}
+    subtitle = "; ".join(f"{task} middle, found - unpatched: {i} points" for task, i in middle.items())
+    plot_by_position(s.test.scores, out / "by_position.png", title=f"{s.model}: held-out test split\n{subtitle}")
+    if s.front:
+        points = [(o.perplexity, o.retrieval) for o in s.history if math.isfinite(o.perplexity)]
+        plot_pareto(points, [(o.perplexity, o.retrieval) for o in s.front], out / "pareto.png")
+    (out / "report.md").write_text(report(s))
+
+
+def report(s: SearchSummary) -> str:
+    lines = [f"# LPES search report: {s.model}", ""]
+    lines += [f"- {key}: `{value}`" for key, value in s.settings.items()]
+    lines += [f"- evaluations: {sum(e['evaluated'] for e in s.log)} candidates over {len(s.log)} generations",
+              f"- best search fitness: {s.best.fitness:.4f} (0 = unpatched)", "",
+              "## Found factors", "", "`" + ", ".join(f"{f:.3f}" for f in s.factors) + "`", "",
+              "![factors](factors.png) ![progress](progress.png)", "",
+              "## Validation: the search's top candidates re-scored on fresh samples", "",
+              "| method | validation fitness | 95% interval over contexts |", "|---|---|---|"]
+    lines += [f"| {name}{' (chosen)' if name == s.chosen else ''} | {f:.4f} | "
+              + ("" if name == "unpatched" else "[{:+.4f}, {:+.4f}]".format(*s.val_intervals[name])) + " |"
+              for name, f in s.val_fitness.items()]
+    lines += ["", "## Held-out test split (exact match % / mean gold log-prob; differences in points with "
+              "95% paired bootstrap intervals over contexts)", "", "```", s.table, "```", "",
+              "| method | test fitness |", "|---|---|"]
+    lines += [f"| {name} | {o['fitness']:.4f} |" for name, o in s.test_outcomes.items()]
+    lines += ["", "![by position](by_position.png)", ""]
+    if s.front:
+        lines += ["## Pareto front", "", "![pareto](pareto.png)", ""]
+    return "\n".join(lines)

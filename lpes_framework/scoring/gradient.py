@@ -1,0 +1,126 @@
+"""The value-and-gradient job: the search objective on a minibatch and its gradient w.r.t. the genes.
+
+The objective is the fitness's smooth part (``fitness.py`` with the accuracy term left out: exact match
+has no gradient) relative to the unpatched model on the same samples. For a retrieval task of weight
+``a`` and a sample at gold position p with depth weight w_p (sum W over the task's positions), gold
+log-prob lp (mean over its answer tokens) and the unpatched model's lp0 on the same sample::
+
+    term = a * logprob_weight / n * ( w_p / W * (lp - lp0)  -  end_penalty * [p is an end] * max(0, lp0 - lp) )
+
+with n the minibatch's samples per position; the objective is the sum of the terms. The depth-weighted
+part is exactly the fitness's log-prob part. The end guard is applied per sample rather than to the
+position's mean: a sum over samples is what lets each context be backpropagated on its own (one
+context's graph alive at a time, whatever the minibatch size) and lets Ray workers each take a share
+of the contexts and simply add their gradients. It is the stricter guard (a mean can hide losses
+that samples cannot), and both are 0 at the unpatched model.
+
+Genes -> factors -> tables go through the curve's and the scheme's torch code (``Curve.factors_tensor``,
+``TracedScaling``); each unit of work (a shared prefix with all its questions, or a batch of prompts
+that share nothing) is backpropagated to a leaf holding the layer factors, and the factors' gradient
+is carried to the genes once at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import LpesError
+from ..evaluation.results import ScoreRow
+from ..tasks.base import Encoded
+from . import score_row
+from .teacher_forced import answer_units
+
+
+@dataclass
+class GradientResult:
+    """What one value-and-gradient job returns (or several, added up: ``combine``)."""
+
+    value: float  # the objective's contribution of these samples (a sum: shares add up)
+    gradient: list[float]  # d value / d genes
+    rows: dict[str, list[ScoreRow]]  # the patched model's rows, as scoring returns them
+    baseline: dict[str, list[ScoreRow]]  # the unpatched model's rows on the same samples
+    seconds: dict[str, float] = field(default_factory=dict)  # 'baseline' (forward) and 'gradient' (forward + backward)
+
+    @staticmethod
+    def combine(parts: Sequence["GradientResult"]) -> "GradientResult":
+        """Shares of one minibatch (Ray workers) as one result: values and gradients add up, rows are
+        concatenated, seconds are the slowest share's (they ran side by side)."""
+        def joined(which: str) -> dict[str, list[ScoreRow]]:
+            out: dict[str, list[ScoreRow]] = {}
+            for part in parts:
+                for task, r in getattr(part, which).items():
+                    out.setdefault(task, []).extend(r)
+            return out
+
+        return GradientResult(value=float(sum(p.value for p in parts)),
+                              gradient=np.sum([p.gradient for p in parts], axis=0).tolist(),
+                              rows=joined("rows"), baseline=joined("baseline"),
+                              seconds={k: max(p.seconds.get(k, 0.0) for p in parts) for k in ("baseline", "gradient")})
+
+
+def sample_coefficients(labels, task_weight: float, weights, per_position: int) -> dict[str, tuple[float, float]]:
+    """Per gold position label: (coefficient of lp - lp0, coefficient of the end guard max(0, lp0 - lp)).
+    Depth weights and end positions are the fitness's own."""
+    from ..evaluation.fitness import depth_weights, end_positions
+
+    w = depth_weights(labels, weights)
+    norm = sum(w.values())
+    scale = task_weight * weights.logprob_weight / per_position
+    ends = end_positions(labels)
+    return {p: (scale * wp / norm, scale * weights.end_penalty if p in ends else 0.0) for p, wp in w.items()}
+
+
+class frozen_weights:
+    """Weights that take no gradient for the duration (only the layer factors do), restored after."""
+
+    def __init__(self, model):
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def __enter__(self):
+        for p in self.params:
+            p.requires_grad_(False)
+
+    def __exit__(self, *exc):
+        for p in self.params:
+            p.requires_grad_(True)
+
+
+def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline: Mapping[str, Sequence[ScoreRow]],
+                       coefficients: Mapping[str, Mapping[str, tuple[float, float]]], genes: Sequence[float], curve,
+                       scheme, *, batch_size: int, pad_id: int, share_prefix: bool) -> tuple[float, np.ndarray, dict]:
+    """(objective, d objective / d genes, patched rows by task) on ``encoded`` samples whose unpatched
+    rows are ``baseline`` (same order)."""
+    from ..position import TracedScaling
+
+    genes_t = torch.tensor(np.asarray(genes, dtype=float), dtype=torch.float64, requires_grad=True)
+    factors_t = curve.factors_tensor(genes_t)
+    leaf = factors_t.detach().requires_grad_(True)  # each unit backpropagates to here, not through the curve
+    total = 0.0
+    rows: dict[str, list[ScoreRow]] = {}
+    with frozen_weights(model), TracedScaling(model, leaf, scheme), torch.enable_grad():
+        for task, items in encoded.items():
+            coef = coefficients[task]
+            base = baseline[task]
+            out: list[ScoreRow | None] = [None] * len(items)
+            for unit in answer_units(model, items, batch_size=batch_size, pad_id=pad_id, share_prefix=share_prefix):
+                terms = []
+                for i, token_lp, hits in unit:
+                    out[i] = score_row(items[i], token_lp, hits)
+                    gain, guard = coef[str(items[i].sample.position)]
+                    lp0 = base[i].logprob
+                    lp = token_lp.mean()
+                    terms.append(gain * (lp - lp0) - guard * torch.relu(lp0 - lp))
+                unit_value = torch.stack(terms).sum()
+                if not torch.isfinite(unit_value):
+                    raise LpesError(f"{task}: the objective is not finite at factors {leaf.detach().tolist()}")
+                unit_value.backward()
+                total += float(unit_value.detach())
+            rows[task] = out  # type: ignore[assignment]
+    if leaf.grad is not None:
+        factors_t.backward(leaf.grad)
+    gradient = genes_t.grad.numpy().copy() if genes_t.grad is not None else np.zeros(len(genes))
+    return total, gradient, rows
