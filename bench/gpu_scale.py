@@ -72,7 +72,7 @@ def samples(length: int, queries: int, vocab: int):
         where = int(q * (len(context) - 4) / max(queries - 1, 1))
         answer = context[where:where + 4]
         ids = context + [5, 6, 7 + q] + answer
-        items.append(Encoded(ids=ids, answer_start=len(ids) - 4, sample=Sample(prompt="", answer="x", position=q, context=0)))
+        items.append(Encoded(ids=ids, answer_start=len(ids) - 4, sample=Sample(prompt="", answer="x", position=q, draw=0)))
     return items
 
 

@@ -37,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from lpes_framework.position.curves import build_curve
-    from lpes_framework.execution import Evaluator
+    from lpes_framework.execution import SampleSet
     from lpes_framework.evaluation.fitness import FitnessWeights
     from lpes_framework.position import build_scheme
     from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
@@ -47,10 +47,10 @@ def main() -> None:
     cfg, model, tok, info = embedded([f"model={args.model}"])
     task = TASKS.build({"name": "kv_retrieval", "pairs": args.pairs, "gold_positions": positions,
                         "samples_per_position": args.contexts, "layout": "queries", "key_kind": "hex"})
-    evaluator = Evaluator(tok, {"kv": task}, split="search", trained_context=info.trained_context, batch_size=8,
+    samples = SampleSet(tok, {"kv": task}, split="search", trained_context=info.trained_context, batch_size=8,
                           progress=False)
-    items = evaluator.encoded["kv"]
-    baseline = evaluator.rows(model)["kv"]
+    items = samples.encoded["kv"]
+    baseline = samples.rows(model)["kv"]
     curve = build_curve({"name": "free", "low": 0.5, "high": 3.0}, info.n_layers)
     scheme = build_scheme({"name": args.scheme})
     # the end guard's hinge has a kink where a sample's log-prob equals the unpatched one: a finite
@@ -74,7 +74,7 @@ def main() -> None:
 
     model.double()
     patch.rotary_tables = float64_tables
-    exact_baseline = evaluator.rows(model)["kv"]
+    exact_baseline = samples.rows(model)["kv"]
     value, grad, _ = objective(genes, baseline=exact_baseline)
     print(f"{info.name}: {len(items)} samples of ~{len(items[0].ids)} tokens, {args.scheme} factors per layer; "
           f"objective {value:+.6f}")
@@ -98,7 +98,7 @@ def main() -> None:
     patch.rotary_tables = float32_tables
 
     def forward():
-        evaluator.rows(model, list(curve.factors(genes)), scheme)
+        samples.rows(model, list(curve.factors(genes)), scheme)
 
     def forward_backward():
         objective(genes)

@@ -37,7 +37,7 @@ def main() -> None:
     from lpes_framework.tasks import TASKS
 
     local = LocalExecutor(plain(cfg), specs, ["search"], loaded=(model, tok, info),
-                          evaluators=encode_splits(cfg, {k: TASKS.build(s) for k, s in specs.items()}, ["search"], tok))
+                          sample_sets=encode_splits(cfg, {k: TASKS.build(s) for k, s in specs.items()}, ["search"], tok))
     local_rows, local_s = timed(local, jobs)
     start = time.perf_counter()
     remote = RayExecutor(plain(cfg), specs, ["search"], workers=args.workers, threads_per_worker=1)

@@ -25,9 +25,9 @@ def _search(cfg: DictConfig) -> None:
 
 def main() -> None:
     if "--plugins" in sys.argv[1:]:
-        from .registries import describe_plugins
+        from .registries import plugin_listing
 
-        print(describe_plugins())
+        print(plugin_listing())
         return
     one_line_errors(check_plugin_overrides)(sys.argv[1:])
     _search()

@@ -22,7 +22,7 @@ BY_CONFIG_KEY = {"pos": SCHEMES, "curve": CURVES, "optimizer": OPTIMIZERS, "task
                  "logger": LOGGERS, "executor": EXECUTORS}
 
 
-def describe_plugins() -> str:
+def plugin_listing() -> str:
     lines = []
     for key, registry in BY_CONFIG_KEY.items():
         lines.append(f"{registry.kind} ({key}=..., entry point group {registry.group}): {', '.join(registry.names())}")

@@ -14,7 +14,7 @@ from lpes_framework.evaluation.results import ScoreRow, rows_to_json
 
 def rows(exact, logprob=-1.0, contexts=range(4), positions=(0, 5, 9)):
     return [ScoreRow(position=p, logprob=logprob, exact=exact(c, p), first=exact(c, p), first_logprob=logprob,
-                     tokens=2, context=c) for c in contexts for p in positions]
+                     tokens=2, draw=c) for c in contexts for p in positions]
 
 
 def write_folder(folder, methods):
@@ -29,7 +29,7 @@ def test_methods_pair_by_sample_not_by_order():
     a = rows(lambda c, p: True)
     b = rows(lambda c, p: p != 5)[::-1]  # the same samples, another order
     mine, theirs = paired(a, b)
-    assert [(r.context, r.position) for r in mine] == [(r.context, r.position) for r in theirs]
+    assert [(r.draw, r.position) for r in mine] == [(r.draw, r.position) for r in theirs]
     assert sum(x.exact != y.exact for x, y in zip(mine, theirs)) == 4  # position 5 of each haystack
 
 

@@ -70,7 +70,7 @@ def check_built(group: str, option: str, cfg, built) -> None:
             assert isinstance(built, BY_CONFIG_KEY["optimizer"].get(option))
     elif group == "task":
         spec = task_specs(cfg)[option]  # every option the YAML sets is the task's (windows: its sample count)
-        described = built.describe() | {"windows": built.samples_per_position}
+        described = built.settings() | {"windows": built.samples_per_position}
         assert built.name == option and set(spec) <= set(described)
         assert {k: described[k] for k in spec} == spec
     elif group in ("logger", "executor"):

@@ -96,7 +96,7 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
                               if "method" in r]
     records = rows_of(grown)
     assert [r["method"] for r in records] == ["unpatched", "uniform rope 1.25"] * 2
-    assert {r["context"] for r in records[-1]["rows"]["kv_retrieval"]} == {0, 1, 2}
+    assert {r["draw"] for r in records[-1]["rows"]["kv_retrieval"]} == {0, 1, 2}
     assert records[2]["rows"] == rows_of(fresh)[0]["rows"]
     assert logged_rows(grown) == logged_rows(fresh)  # each method's most complete record: all three draws
     first, again = (json.loads((d / "results.json").read_text()) for d in (grown, fresh))

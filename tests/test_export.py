@@ -15,9 +15,9 @@ FACTORS = [1.0, 1.2, 1.6, 1.9]
 
 def llama_block() -> dict:
     """The model block of ``tiny_model("llama")``, as a search on it records."""
-    from lpes_framework.model.load import describe
+    from lpes_framework.model.load import identify_loaded
 
-    return describe(tiny_model("llama")).as_dict()
+    return identify_loaded(tiny_model("llama")).as_dict()
 
 
 def write(tmp_path, record):

@@ -85,7 +85,7 @@ def _rows(exact_by_context: list[list[bool]]) -> list:
     from lpes_framework.evaluation.results import ScoreRow
 
     return [ScoreRow(position=p, logprob=-0.1 if hit else -1.0, exact=hit, first=hit, first_logprob=-0.1, tokens=4,
-                     context=c) for c, hits in enumerate(exact_by_context) for p, hit in zip((0, 5, 9), hits)]
+                     draw=c) for c, hits in enumerate(exact_by_context) for p, hit in zip((0, 5, 9), hits)]
 
 
 def test_fitness_interval_is_the_noise_of_that_many_contexts():

@@ -39,7 +39,7 @@ def haystacks(n_contexts: int, positions=(0, 3, 7), seed: int = 0) -> list[Encod
             answer = context[10 * p + 5: 10 * p + 8]
             ids = context + [91, 92, 93 + p % 3] + answer
             items.append(Encoded(ids=ids, answer_start=len(ids) - len(answer),
-                                 sample=Sample(prompt="", answer="x", position=p, context=c)))
+                                 sample=Sample(prompt="", answer="x", position=p, draw=c)))
     return items
 
 
@@ -133,9 +133,9 @@ def test_ray_workers_give_the_local_answer():
     local, ray = results["local"], results["ray"]
     assert ray.value == pytest.approx(local.value, rel=1e-5, abs=1e-9)
     np.testing.assert_allclose(ray.gradient, local.gradient, rtol=1e-4, atol=1e-9)
-    key = lambda r: (r.context, str(r.position))  # noqa: E731
+    key = lambda r: (r.draw, str(r.position))  # noqa: E731
     assert sorted(map(key, ray.rows["kv_retrieval"])) == sorted(map(key, local.rows["kv_retrieval"]))
-    assert sorted({r.context for r in local.rows["kv_retrieval"]}) == [3, 4, 5]  # the minibatch's own draws
+    assert sorted({r.draw for r in local.rows["kv_retrieval"]}) == [3, 4, 5]  # the minibatch's own draws
 
 
 def test_the_search_runs_and_is_deterministic(tmp_path):

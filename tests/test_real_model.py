@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import read_jsonl, run_cli
-from lpes_framework.execution import Evaluator
+from lpes_framework.execution import SampleSet
 from lpes_framework.position import apply_layer_scaling, build_scheme
 from lpes_framework.evaluation.results import by_position
 from lpes_framework.tasks import TASKS
@@ -43,8 +43,8 @@ def test_kv_retrieval_scores_on_the_real_model(smollm2):
     model, tok, info = smollm2
     task = TASKS.build({"name": "kv_retrieval", "pairs": 4, "gold_positions": [0, 3], "samples_per_position": 2,
                         "key_kind": "hex", "answer_prefix": '"'})
-    evaluator = Evaluator(tok, {"kv": task}, split="test", trained_context=info.trained_context, progress=False)
-    scores = by_position(evaluator.rows(model)["kv"])
+    samples = SampleSet(tok, {"kv": task}, split="test", trained_context=info.trained_context, progress=False)
+    scores = by_position(samples.rows(model)["kv"])
     assert list(scores) == ["0", "3"] and all(s.count == 2 for s in scores.values())
     # at 4 pairs the model copies well: the gold value is likely (a broken patch would give about -10)
     assert all(-3.0 < s.logprob < 0 for s in scores.values())

@@ -8,7 +8,7 @@ from lpes_framework.evaluation.stats import middle_positions, paired_bootstrap
 
 
 def rows(exact_by_context_position: dict) -> list[ScoreRow]:
-    return [ScoreRow(position=p, logprob=-1.0, exact=bool(e), first=bool(e), first_logprob=-1.0, tokens=2, context=c)
+    return [ScoreRow(position=p, logprob=-1.0, exact=bool(e), first=bool(e), first_logprob=-1.0, tokens=2, draw=c)
             for (c, p), e in exact_by_context_position.items()]
 
 

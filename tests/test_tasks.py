@@ -188,6 +188,6 @@ def test_editing_a_data_file_changes_the_cache_identity(tmp_path):
     path = tmp_path / "text.txt"
     path.write_text("one two three " * 50)
     task = TASKS.build({"name": "perplexity", "files": [str(path)], "window_tokens": 16, "windows": 1})
-    before = task.describe()
+    before = task.settings()
     path.write_text("four five six seven " * 50)
-    assert task.describe() != before
+    assert task.settings() != before

@@ -1,9 +1,9 @@
 """Analyses of scored rows made after the fact, without a model: one method against the others on the
 haystacks they share, by blocks of haystacks, and the noise floor of the search's fitness.
 
-    python -m lpes_framework.analysis versus <evaluate folder> [<folder> ...] --method "file <run>"
+    python -m lpes_framework.commands.analysis versus <evaluate folder> [<folder> ...] --method "file <run>"
         [--blocks 0-99 100-199]
-    python -m lpes_framework.analysis noise <evaluate folder>
+    python -m lpes_framework.commands.analysis noise <evaluate folder>
 
 Rows come from evaluate folders (``rows.jsonl``, each method's most complete record). Methods are
 joined by their rows' (haystack, gold position), never by list order; several folders may be read
@@ -27,7 +27,7 @@ from ..evaluation.fitness import end_positions, fitness_interval
 from ..evaluation.results import ScoreRow
 from ..evaluation.stats import Interval, middle_positions, paired_bootstrap
 
-Rows = dict[str, list[ScoreRow]]  # method -> rows of one task, sorted by (context, position)
+Rows = dict[str, list[ScoreRow]]  # method -> rows of one task, sorted by (draw, position)
 
 
 def folder_rows(folders: Sequence[Path], task: str) -> Rows:
@@ -48,12 +48,12 @@ def folder_rows(folders: Sequence[Path], task: str) -> Rows:
                                 "haystacks: not the same samples, so their methods cannot be paired")
         for method, per in rows.items():
             merged[method] = sorted({**_by_sample(merged.get(method, [])), **_by_sample(per)}.values(),
-                                    key=lambda r: (r.context, r.position))
+                                    key=lambda r: (r.draw, r.position))
     return merged
 
 
 def _by_sample(rows: Sequence[ScoreRow]) -> dict[tuple, ScoreRow]:
-    return {(r.context, str(r.position)): r for r in rows}
+    return {(r.draw, str(r.position)): r for r in rows}
 
 
 def paired(a: Sequence[ScoreRow], b: Sequence[ScoreRow], haystacks: range | None = None):
@@ -67,14 +67,14 @@ def logprob_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples
                       seed: int = 0) -> Interval:
     """Mean change of the gold log-prob per token, ``a`` minus ``b`` (paired samples), with a 95% interval
     from resampling haystacks, the unit ``paired_bootstrap`` resamples too."""
-    contexts = sorted({r.context for r in a})
-    index = {c: i for i, c in enumerate(contexts)}
-    sums, counts = np.zeros(len(contexts)), np.zeros(len(contexts))
+    draws = sorted({r.draw for r in a})
+    index = {c: i for i, c in enumerate(draws)}
+    sums, counts = np.zeros(len(draws)), np.zeros(len(draws))
     for x, y in zip(a, b):
-        sums[index[x.context]] += x.logprob - y.logprob
-        counts[index[x.context]] += 1
-    draws = np.random.default_rng(seed).integers(len(contexts), size=(resamples, len(contexts)))
-    low, high = np.percentile(sums[draws].sum(1) / counts[draws].sum(1), [2.5, 97.5])
+        sums[index[x.draw]] += x.logprob - y.logprob
+        counts[index[x.draw]] += 1
+    picks = np.random.default_rng(seed).integers(len(draws), size=(resamples, len(draws)))
+    low, high = np.percentile(sums[picks].sum(1) / counts[picks].sum(1), [2.5, 97.5])
     return Interval(float(sums.sum() / counts.sum()), float(low), float(high))
 
 
@@ -96,7 +96,7 @@ def versus(rows: Rows, method: str, blocks: Sequence[range | None] = (None,)) ->
             # one gold position: it is both ends
             shallow, deep = sorted(end_positions(positions), key=float) or (positions[0], positions[0])
             logprob = logprob_bootstrap(a, b)
-            span = f"haystacks {block.start}-{block.stop - 1}" if block else f"{len({r.context for r in a})} haystacks"
+            span = f"haystacks {block.start}-{block.stop - 1}" if block else f"{len({r.draw for r in a})} haystacks"
             lines.append(f"{method} - {other} ({span}): middle {interval['middle']}  ends "
                          f"{interval[shallow].delta:+.1f} / {interval[deep].delta:+.1f}  gold log-prob "
                          f"{logprob.delta:+.4f} [{logprob.low:+.4f}, {logprob.high:+.4f}]\n  "
@@ -110,11 +110,11 @@ def noise_floor(rows: Mapping[str, Mapping[str, list[ScoreRow]]], tasks: Mapping
     own formula) with its 95% interval on all haystacks and on the first ``sample`` of them, and its spread
     over random ``sample``-haystack subsets (the search's and validation's sample size); the separation (fitness over that spread) says
     how well a search at ``sample`` haystacks can see the effect under these weights."""
-    haystacks = sorted({r.context for per in rows["unpatched"].values() for r in per})
+    haystacks = sorted({r.draw for per in rows["unpatched"].values() for r in per})
 
     def on(method: str, keep) -> dict:
         keep = set(keep)
-        return {task: [r for r in per if r.context in keep] for task, per in rows[method].items()}
+        return {task: [r for r in per if r.draw in keep] for task, per in rows[method].items()}
 
     lines = []
     for name in (m for m in rows if m != "unpatched"):
@@ -142,7 +142,7 @@ def _block(text: str) -> range:
 def main(argv: list[str] | None = None) -> None:
     from .cli import one_line_errors
 
-    parser = argparse.ArgumentParser(prog="python -m lpes_framework.analysis", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.analysis", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     vs = commands.add_parser("versus", help="one method minus every other, paired on the haystacks they share")
     vs.add_argument("folders", nargs="+", type=Path, help="evaluate folders (their rows.jsonl)")

@@ -1,13 +1,14 @@
 """Why it works (or not): the attention mass each layer puts on the gold span, by gold position.
 
-    python -m lpes_framework.attention <search run dir> [--factors FILE|PRESET] [--split test] [--samples 10]
+    python -m lpes_framework.commands.attention <search run dir> [--factors FILE|PRESET] [--split test] [--samples 10]
+        [--out DIR]
 
 The papers explain lost-in-the-middle by attention that drifts away from middle positions, and LPES by
 scaled layers that spread it more evenly. This measures it: for each sample, the attention the last
 prompt token (the one that predicts the answer) pays to the tokens of the gold value in the context,
 averaged over heads, one number per layer. The run's own config (model, task, scheme) is reused; the
 patched model is the run's ``best_factors.json`` unless ``--factors`` names another file or a preset.
-Writes ``attention.json`` and ``attention.png`` next to the run's outputs.
+Writes ``attention.json`` and ``attention.png`` next to the run's outputs, or into ``--out``.
 
 Samples that share a context share its KV cache (as in scoring); the model runs with eager attention,
 the one implementation that returns attention weights.
@@ -95,7 +96,7 @@ def format_mass(methods: dict[str, dict[str, list[float]]]) -> str:
 
 
 def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samples: int | None = None,
-            threads: int | None = None, allow_foreign: bool = False) -> dict:
+            threads: int | None = None, allow_foreign: bool = False, out: Path | None = None) -> dict:
     from .cli import build_tasks, prepare
     from ..model.factors import load_checked, resolve_factors, write_json_atomic
     from ..model.load import identify, load_model
@@ -134,16 +135,18 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
         print(f"[{task}] " + format_mass(methods))
     payload = {"model": info.as_dict(), "split": split, "factors_file": str(source), "scheme": record["scheme"],
                "factors": record["factors"], "mass": results}
-    write_json_atomic(run_dir / "attention.json", payload)
-    plot_attention(results, run_dir / "attention.png", title=f"{info.name}, {split} split ({Path(source).name})")
-    print(f"wrote {run_dir / 'attention.json'} and {run_dir / 'attention.png'}")
+    out = Path(out or run_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "attention.json", payload)
+    plot_attention(results, out / "attention.png", title=f"{info.name}, {split} split ({Path(source).name})")
+    print(f"wrote {out / 'attention.json'} and {out / 'attention.png'}")
     return payload
 
 
 def main(argv: list[str] | None = None) -> None:
     from .cli import one_line_errors
 
-    parser = argparse.ArgumentParser(prog="python -m lpes_framework.attention", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.attention", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a search (or evaluate) run directory: its run record's config is "
                         "reused")
     parser.add_argument("--factors", help="factors file or shipped preset (default: the run's best_factors.json)")
@@ -152,8 +155,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--allow-foreign", action="store_true",
                         help="apply a factors file searched on another model (or recording none) anyway")
+    parser.add_argument("--out", type=Path, help="folder for attention.json and .png (default: the run directory)")
     args = parser.parse_args(argv)
-    one_line_errors(analyse)(args.run, args.factors, args.split, args.samples, args.threads, args.allow_foreign)
+    one_line_errors(analyse)(args.run, args.factors, args.split, args.samples, args.threads, args.allow_foreign,
+                             args.out)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Compare the unpatched model, uniform scalings, saved factors and curve genomes by gold position.
 
-    python -m lpes_framework.evaluate task=kv_retrieval pos=rope methods.uniform=[1.25,1.5]
+    python -m lpes_framework.commands.evaluate task=kv_retrieval pos=rope methods.uniform=[1.25,1.5]
 
 Writes ``results.json`` and ``by_position.png`` into the Hydra run directory and prints a table
 (rows: methods; columns: gold positions; cells: exact match % and mean gold log-prob).
@@ -26,7 +26,7 @@ from ..position.curves import build_curve
 from ..errors import LpesError
 from ..evaluation.comparison import Comparison, format_intervals, format_table, uniform_method_name
 from ..evaluation.results import ScoreRow, rows_from_json, rows_to_json, scores_to_json
-from ..execution import encode_splits
+from ..execution import Job, encode_splits
 from ..execution.local import LocalExecutor
 from ..model.factors import is_preset, load_checked, write_json_atomic
 from ..model.load import identify
@@ -82,11 +82,11 @@ def interval_pairs(methods, references) -> list[tuple[str, str]]:
     return pairs
 
 
-def method_key(factors, scheme: dict | None, context: dict, counts: dict[str, int]) -> str:
+def method_key(factors, scheme: dict | None, regime: dict, counts: dict[str, int]) -> str:
     """Identity of a method's rows: its factors and scheme, and everything that changes the samples or
     their scores, with each task's sample count given apart (draw j is the same whatever the count)."""
-    tasks = {k: {**d, "samples_per_position": counts[k]} for k, d in context["tasks"].items()}
-    return cache_key(factors, {**context, "tasks": tasks, "scheme": scheme})
+    tasks = {k: {**d, "samples_per_position": counts[k]} for k, d in regime["tasks"].items()}
+    return cache_key(factors, {**regime, "tasks": tasks, "scheme": scheme})
 
 
 def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at) -> dict[str, list]:
@@ -95,7 +95,7 @@ def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at)
     A record counts when its key, recomputed for the draws its rows cover, is the key it was stored with."""
     best, cover, wanted = {}, 0, key_at(counts)
     for key, rows in prior:
-        held = {task: {r.context for r in per} for task, per in rows.items()}
+        held = {task: {r.draw for r in per} for task, per in rows.items()}
         n = {task: len(c) for task, c in held.items()}
         if n.keys() != counts.keys() or any(c != set(range(n[t])) for t, c in held.items()):
             continue  # not the first n draws of every task: another design
@@ -104,18 +104,18 @@ def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at)
         usable = sum(min(n[t], counts[t]) for t in counts)
         if usable > cover and key == key_at(n):
             best, cover = rows, usable
-    return {task: [r for r in per if r.context < counts[task]] for task, per in best.items()}
+    return {task: [r for r in per if r.draw < counts[task]] for task, per in best.items()}
 
 
 def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
     """Each method's per-sample rows in an evaluate folder, from its most complete ``rows.jsonl`` record (a
     method grown to more haystacks keeps its shorter records too): the input of analyses made afterwards.
-    Rows come sorted by context and position, so two methods' rows of the same draws pair up in order."""
+    Rows come sorted by draw and position, so two methods' rows of the same draws pair up in order."""
     rows: dict[str, dict[str, list[ScoreRow]]] = {}
     for record in JsonLog(Path(out_dir) / "rows.jsonl").read():
         if record.get("kind") == KEY:
             continue
-        per_task = {task: sorted(per, key=lambda r: (r.context, r.position))
+        per_task = {task: sorted(per, key=lambda r: (r.draw, r.position))
                     for task, per in rows_from_json(record["rows"]).items()}
         if sum(map(len, per_task.values())) >= sum(map(len, rows.get(record["method"], {}).values())):
             rows[record["method"]] = per_task
@@ -129,14 +129,14 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     tasks = build_tasks(cfg)
     info = identify(cfg.model)
     methods = plan_methods(cfg, scheme_cfg, info)
-    evaluators = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
+    sample_sets = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = RunSpec(command="evaluate", config=plain(cfg), model=info.as_dict())
     with RunLock(out_dir):
-        return _score_methods(cfg, out_dir, tasks, methods, evaluators, spec)
+        return _score_methods(cfg, out_dir, tasks, methods, sample_sets, spec)
 
 
-def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, evaluators: dict,
+def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, sample_sets: dict,
                    spec: RunSpec) -> dict:
     log = JsonLog(out_dir / "rows.jsonl")
     if log.exists() and not cfg.resume:
@@ -146,30 +146,30 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, e
     log.append(spec.record())  # each run's own record: a resume may score more samples or methods
     jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
     counts = {k: t.samples_per_position for k, t in tasks.items()}
-    context = {"model": plain(cfg.model), "split": cfg.split, "scoring": cfg.scoring,
-               "share_prefix": cfg.share_prefix, "tasks": {k: t.describe() for k, t in tasks.items()}}
-    done = {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, context, n))
+    regime = {"model": plain(cfg.model), "split": cfg.split, "scoring": cfg.scoring,
+               "share_prefix": cfg.share_prefix, "tasks": {k: t.settings() for k, t in tasks.items()}}
+    done = {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, regime, n))
             for name, job in jobs.items()}
-    parts: dict[tuple, list[str]] = {}  # methods that miss the same draws: scored on one evaluator of those
+    parts: dict[tuple, list[str]] = {}  # methods that miss the same draws: scored on one sample set of those
     for name, rows in done.items():
-        scored = tuple(sorted((task, frozenset(r.context for r in per)) for task, per in rows.items()))
+        scored = tuple(sorted((task, frozenset(r.draw for r in per)) for task, per in rows.items()))
         parts.setdefault(scored, []).append(name)
     todo = []
     for i, (scored, names) in enumerate(parts.items()):
-        rest = evaluators[cfg.split].without(dict(scored))
+        rest = sample_sets[cfg.split].without(dict(scored))
         if rest.samples:
-            label = f"{cfg.split}, {rest.samples} more samples ({i})" if scored else cfg.split
-            evaluators[label] = rest
-            todo += [(label, name) for name in names]
-    executor = LocalExecutor(plain(cfg), task_specs(cfg), list(evaluators), evaluators=evaluators)
+            part = f"{cfg.split} part {i}" if scored else cfg.split  # the sample set's name
+            sample_sets[part] = rest
+            todo += [(part, name) for name in names]
+    executor = LocalExecutor(plain(cfg), task_specs(cfg), list(sample_sets), sample_sets=sample_sets)
     info = executor.info
     extended = sum(bool(done[name]) for _, name in todo)
     note = f"; {len(jobs) - len(todo)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
     print(info.line() + note + (f", {extended} extended: only their new samples scored" if extended else ""))
-    scoring = executor.run([(label, *jobs[name]) for label, name in todo], desc=cfg.split)
-    for (label, name), (rows, _) in zip(todo, scoring):
-        rows = {task: sorted(done[name].get(task, []) + rows.get(task, []), key=lambda r: r.context) for task in counts}
-        log.append({"key": method_key(*jobs[name], context, counts), "method": name, "rows": rows_to_json(rows)})
+    scoring = executor.run([Job(part, *jobs[name]) for part, name in todo], desc=cfg.split)
+    for (_, name), (rows, _) in zip(todo, scoring):
+        rows = {task: sorted(done[name].get(task, []) + rows.get(task, []), key=lambda r: r.draw) for task in counts}
+        log.append({"key": method_key(*jobs[name], regime, counts), "method": name, "rows": rows_to_json(rows)})
         done[name] = rows
     comparison = Comparison(done)
     for a, b in interval_pairs(methods, cfg.methods.compare_to):
@@ -178,7 +178,7 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, e
     table = "\n".join(filter(None, [format_table(results), format_intervals(comparison)]))
     print(table)
     payload = {"model": info.as_dict(), "split": cfg.split, "scoring": cfg.scoring,
-               "tasks": {k: t.describe() for k, t in tasks.items()},
+               "tasks": {k: t.settings() for k, t in tasks.items()},
                "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}
                            for name, (f, s) in methods.items()},
                "intervals": comparison.as_json()["intervals"], "run": spec.as_json()}

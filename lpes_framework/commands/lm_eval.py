@@ -1,7 +1,7 @@
 """LPES factors inside lm-evaluation-harness: an ``lpes`` model type, lm-eval's ``hf`` backend with a
 factors file applied to the loaded model before any request is scored.
 
-    python -m lpes_framework.lm_eval --model lpes \\
+    python -m lpes_framework.commands.lm_eval --model lpes \\
         --model_args pretrained=Qwen/Qwen2.5-7B-Instruct,factors=best_factors.json --tasks ruler ...
 
 lm-eval 0.4 finds model types only in its own registry (no entry points for outside packages), so this

@@ -1,6 +1,6 @@
 """Make a preset from a run: a factors file that carries its held-out evidence, ready to ship or share.
 
-    python -m lpes_framework.preset <run>/best_factors.json --heldout <evaluate folder> --name my-model
+    python -m lpes_framework.commands.preset <run>/best_factors.json --heldout <evaluate folder> --name my-model
         [--out lpes_framework/presets]
 
 The factors file (a search's ``best_factors.json``) keeps its model block, scheme, curve, genome, task
@@ -54,7 +54,7 @@ def make_preset(factors: str, heldout: Path, name: str, out: Path = PRESETS) -> 
 def main(argv: list[str] | None = None) -> None:
     from .cli import one_line_errors
 
-    parser = argparse.ArgumentParser(prog="python -m lpes_framework.preset", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.preset", description=__doc__.split("\n\n")[0])
     parser.add_argument("factors", help="the factors file (a search's best_factors.json)")
     parser.add_argument("--heldout", type=Path, required=True, help="the evaluate folder that re-tested it")
     parser.add_argument("--name", required=True, help="the preset's name (its file name without .json)")

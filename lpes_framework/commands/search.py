@@ -23,7 +23,7 @@ from ..evaluation.comparison import compare, format_intervals, format_table, uni
 from ..position.curves import build_curve
 from ..errors import LpesError
 from ..evaluation.results import scores_from_json, scores_to_json
-from ..execution import GradientJob, build_executor, encode_splits
+from ..execution import GradientJob, Job, build_executor, encode_splits
 from ..model.factors import factors_record, write_json_atomic
 from ..evaluation.fitness import FitnessWeights, Outcome, outcome
 from ..report.loggers import build_logger
@@ -75,11 +75,11 @@ class Search:
         EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor or logger is refused now
         LOGGERS.get((cfg.get("logger") or {"name": "none"})["name"])
         # everything besides the factors that changes a search-split score: the evaluation cache key
-        self.context = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
+        self.regime = {"model": plain(cfg.model), "scheme": self.scheme_cfg, "split": "search",
                         "scoring": cfg.scoring, "share_prefix": cfg.share_prefix,
-                        "tasks": {k: t.describe() for k, t in self.tasks.items()}}
+                        "tasks": {k: t.settings() for k, t in self.tasks.items()}}
         # prompts are tokenised and measured against the model's window before any weights load
-        self.evaluators = encode_splits(cfg, self.tasks, SPLITS)
+        self.sample_sets = encode_splits(cfg, self.tasks, SPLITS)
         self.store = RunStore(self.out)
         # held from before the "already holds a search" check to the end, so two runs started together
         # in one folder cannot both pass it and interleave their records
@@ -132,14 +132,14 @@ class Search:
         cache where done before; the rest go to the executor and are written in this order. A schedule that
         is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
         scores instead of a second identical run."""
-        keys = [cache_key(factors, self.context) for factors, _, _ in candidates]
+        keys = [cache_key(factors, self.regime) for factors, _, _ in candidates]
         todo = {key: c for key, c in zip(keys, candidates) if key not in self.cache}  # distinct keys, in order
-        baseline = self.cache.get(cache_key(None, self.context))
+        baseline = self.cache.get(cache_key(None, self.regime))
         same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0], "search")}
         for key, (factors, kind, genome) in same.items():
             self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
         todo = {key: c for key, c in todo.items() if key not in same}
-        jobs = [("search", factors, None if factors is None else self.scheme_cfg) for factors, _, _ in todo.values()]
+        jobs = [Job("search", factors, None if factors is None else self.scheme_cfg) for factors, _, _ in todo.values()]
         results = self.executor.run(jobs, desc=candidates[0][1] if candidates else "")
         for (key, (factors, kind, genome)), (rows, seconds) in zip(todo.items(), results):
             scores = scores_to_json({task: by_position(r) for task, r in rows.items()})
@@ -147,7 +147,7 @@ class Search:
         return [self.cache[key] for key in keys]
 
     def _unpatched(self, factors, split: str) -> bool:
-        return self.evaluators[split].within_trained and is_identity(self.scheme, factors)
+        return self.sample_sets[split].within_trained and is_identity(self.scheme, factors)
 
     def _record(self, key: str, factors, kind: str, genome, scores: dict, seconds: float, **extra) -> None:
         record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
@@ -163,7 +163,7 @@ class Search:
         """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
         reused) and score the unpatched baseline."""
         self.executor = build_executor(self.executor_cfg, plain(self.cfg), self.task_specs, SPLITS,
-                                       evaluators=self.evaluators, loaded=loaded)
+                                       sample_sets=self.sample_sets, loaded=loaded)
         self.info = self.executor.info
         print(self.info.line())
         self.baseline = scores_from_json(self.score([(None, "baseline", None)])[0]["scores"])
@@ -222,7 +222,7 @@ class Search:
                 self._checkpoint()
                 continue
             draws = opt.next_draws(self.fixed_contexts)
-            key = cache_key(genes, {**self.context, "step": [opt.restart, opt.step], "draws": draws})
+            key = cache_key(genes, {**self.regime, "step": [opt.restart, opt.step], "draws": draws})
             if key not in self.cache:
                 job = GradientJob(split="search", draws=tuple(draws), genes=tuple(float(g) for g in genes),
                                   per_position=len(draws), **settings)
@@ -304,7 +304,7 @@ class Search:
                    "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(s)} for n, s in methods.items()},
                    "intervals": test.as_json()["intervals"]}
         record = factors_record(model=self.info.as_dict(), scheme=self.scheme_cfg, factors=factors,
-                                curve=self.curve.describe(), genome=choice.genome, metrics=metrics,
+                                curve=self.curve.settings(), genome=choice.genome, metrics=metrics,
                                 task=self.task_specs[self.cfg.task.name])
         write_json_atomic(self.out / "best_factors.json", record | {"run": self.spec.as_json()})
         front = self.optimizer.front()
@@ -312,7 +312,7 @@ class Search:
             write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
         table = format_table(methods) + "\n" + format_intervals(test)
         write_artifacts(self.out, SearchSummary(
-            model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.describe(),
+            model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.settings(),
                                             "optimizer": plain(self.cfg.optimizer)},
             log=self.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=choice.search,
             val_fitness=choice.fitness, val_intervals=choice.intervals, chosen=choice.name, test=test,

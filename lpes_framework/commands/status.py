@@ -1,4 +1,4 @@
-"""How far a search has got, while it runs or after it: ``python -m lpes_framework.status <run dir>``.
+"""How far a search has got, while it runs or after it: ``python -m lpes_framework.commands.status <run dir>``.
 
 Reads what the search writes (``evaluations.jsonl``, whose first record holds the run's settings) and
 changes nothing, so it is safe on a search running in the background. Prints the candidates scored out of the
@@ -94,7 +94,7 @@ def status(run_dir: Path) -> str:
 def main(argv: list[str] | None = None) -> None:
     from .cli import one_line_errors
 
-    parser = argparse.ArgumentParser(prog="python -m lpes_framework.status", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.status", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a search run directory (hydra.run.dir of the search)")
     args = parser.parse_args(argv)
     print(one_line_errors(status)(args.run))

@@ -123,5 +123,5 @@ def fitness_interval(rows: Mapping[str, list[ScoreRow]], baseline: Mapping[str, 
 def _by_context(rows: list[ScoreRow]) -> dict[int, list[ScoreRow]]:
     groups: dict[int, list[ScoreRow]] = {}
     for row in rows:
-        groups.setdefault(row.context, []).append(row)
+        groups.setdefault(row.draw, []).append(row)
     return groups

@@ -19,7 +19,7 @@ class ScoreRow:
     first_logprob: float
     tokens: int  # answer tokens scored
     token_logprobs: tuple[float, ...] = ()  # log-probability of each gold answer token
-    context: int = 0  # the sample's draw (haystack, record): paired comparisons resample these
+    draw: int = 0  # the sample's draw (haystack, record): paired comparisons resample these
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,10 @@ def rows_from_json(data: Mapping) -> dict[str, list[ScoreRow]]:
     def nan(value):
         return math.nan if value is None else value
 
-    return {task: [ScoreRow(**{**row, "logprob": nan(row["logprob"]), "first_logprob": nan(row["first_logprob"]),
+    def renamed(row):  # rows written before the field was called draw
+        return {("draw" if k == "context" else k): v for k, v in row.items()}
+
+    return {task: [ScoreRow(**{**renamed(row), "logprob": nan(row["logprob"]), "first_logprob": nan(row["first_logprob"]),
                                "token_logprobs": tuple(nan(v) for v in row["token_logprobs"])}) for row in per]
             for task, per in data.items()}
 

@@ -1,8 +1,8 @@
-"""Paired bootstrap over contexts: how sure is a difference between two methods scored on the same samples?
+"""Paired bootstrap over draws: how sure is a difference between two methods scored on the same samples?
 
 Samples of one draw (a haystack, a record) are correlated: the same context is asked about at every
-gold position, and a hard haystack is hard for every method. So the unit resampled is the context,
-not the sample: each resample draws contexts with replacement and recomputes the mean difference of
+gold position, and a hard haystack is hard for every method. So the unit resampled is the draw,
+not the sample: each resample picks draws with replacement and recomputes the mean difference of
 exact match per gold position, and over the middle positions (all but the shallowest and the deepest).
 The 95% interval is the 2.5th..97.5th percentile of those resampled differences, in percentage points.
 """
@@ -42,22 +42,22 @@ def middle_positions(positions: Sequence[str]) -> list[str]:
 def paired_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples: int = 2000,
                      seed: int = 0) -> dict[str, Interval]:
     """Exact match of ``a`` minus ``b`` (the same samples, in the same order) per gold position and for
-    ``middle``, with 95% intervals from resampling contexts."""
-    if len(a) != len(b) or any((x.position, x.context) != (y.position, y.context) for x, y in zip(a, b)):
+    ``middle``, with 95% intervals from resampling draws."""
+    if len(a) != len(b) or any((x.position, x.draw) != (y.position, y.draw) for x, y in zip(a, b)):
         raise ValueError("paired_bootstrap needs the same samples scored by both methods")
     positions = list(dict.fromkeys(str(r.position) for r in a))
-    contexts = sorted({r.context for r in a})
+    draw_ids = sorted({r.draw for r in a})
     column = {p: i for i, p in enumerate(positions)}
-    row = {c: i for i, c in enumerate(contexts)}
-    total = np.zeros((len(contexts), len(positions)))
+    row = {c: i for i, c in enumerate(draw_ids)}
+    total = np.zeros((len(draw_ids), len(positions)))
     count = np.zeros_like(total)
     for x, y in zip(a, b):
-        cell = row[x.context], column[str(x.position)]
+        cell = row[x.draw], column[str(x.position)]
         total[cell] += float(x.exact) - float(y.exact)
         count[cell] += 1
     middle = [column[p] for p in middle_positions(positions)]
     rng = np.random.default_rng(seed)
-    draws = rng.integers(len(contexts), size=(resamples, len(contexts)))
+    picks = rng.integers(len(draw_ids), size=(resamples, len(draw_ids)))
 
     def summary(diff_sum: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Mean difference per position, and over the middle positions (last column), in points."""
@@ -66,7 +66,7 @@ def paired_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples:
         return np.concatenate([per_position, np.nanmean(per_position[..., middle], axis=-1, keepdims=True)], axis=-1)
 
     observed = summary(total.sum(0), count.sum(0))
-    resampled = summary(total[draws].sum(1), count[draws].sum(1))
+    resampled = summary(total[picks].sum(1), count[picks].sum(1))
     low, high = np.nanpercentile(resampled, [2.5, 97.5], axis=0)
     names = positions + ["middle"]
     return {name: Interval(float(observed[i]), float(low[i]), float(high[i])) for i, name in enumerate(names)}

@@ -11,16 +11,16 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..registries import EXECUTORS
-from .base import Evaluator, Executor, GradientJob, Job, Rows, Scorer, encode_splits
+from .base import SampleSet, Executor, GradientJob, Job, Rows, Worker, encode_splits
 
 
-def build_executor(cfg: dict, run_cfg: dict, task_specs: dict, splits: Sequence[str], *, evaluators=None,
+def build_executor(cfg: dict, run_cfg: dict, task_specs: dict, splits: Sequence[str], *, sample_sets=None,
                    loaded=None):
-    """The executor named by ``cfg['name']``. In-process executors reuse the driver's ``evaluators`` and
-    a ``loaded`` = (model, tokenizer, info); remote workers build their own from the configs."""
-    if cfg["name"] == "local":
-        return EXECUTORS.build(cfg, run_cfg, task_specs, splits, evaluators=evaluators, loaded=loaded)
-    return EXECUTORS.build(cfg, run_cfg, task_specs, splits)
+    """The executor named by ``cfg['name']``. One that runs in this process (``in_process = True``) reuses
+    the driver's ``sample_sets`` and a ``loaded`` = (model, tokenizer, info); remote workers build their own
+    from the configs."""
+    shared = {"sample_sets": sample_sets, "loaded": loaded} if EXECUTORS.get(cfg["name"]).in_process else {}
+    return EXECUTORS.build(cfg, run_cfg, task_specs, splits, **shared)
 
 
-__all__ = ["EXECUTORS", "Evaluator", "Executor", "GradientJob", "Job", "Rows", "Scorer", "build_executor", "encode_splits"]
+__all__ = ["EXECUTORS", "SampleSet", "Executor", "GradientJob", "Job", "Rows", "Worker", "build_executor", "encode_splits"]

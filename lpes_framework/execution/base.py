@@ -1,8 +1,8 @@
-"""What every executor shares: jobs, the encoded samples of a split (``Evaluator``), the per-worker
-``Scorer``, and the ``Executor`` interface.
+"""What every executor shares: jobs, named sets of encoded samples (``SampleSet``), what a worker holds
+(``Worker``: the model and the sample sets), and the ``Executor`` interface.
 
 An executor is built as ``Executor(cfg, task_specs, splits, **options)`` (``cfg``: the run's whole
-config as a dict; in-process executors also take ``evaluators=`` and ``loaded=``), exposes ``info``
+config as a dict; in-process executors (``in_process = True``) also take ``sample_sets=`` and ``loaded=``), exposes ``info``
 (the model's ``ModelInfo``), and implements ``run(jobs, desc)``, ``gradient(job)`` and ``close()``.
 """
 
@@ -11,19 +11,27 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..errors import LpesError
-from ..position import Scheme, apply_layer_scaling
+from ..position import apply_layer_scaling
 from ..registries import SCORERS
 from ..evaluation.results import ScoreRow
 from ..tasks import Task
 
-Job = tuple[str, "Sequence[float] | None", "dict | None"]
 Rows = dict[str, list[ScoreRow]]
+
+
+class Job(NamedTuple):
+    """One factor schedule scored on one named sample set: a split, or (evaluate, resumed with more
+    samples) the part of a split that is still to score."""
+
+    samples: str
+    factors: Sequence[float] | None  # None: the unpatched model
+    scheme: dict | None
 
 
 @dataclass(frozen=True)
@@ -47,14 +55,17 @@ class GradientJob:
         return [replace(self, draws=tuple(int(d) for d in b)) for b in blocks]
 
 
-class Evaluator:
+class SampleSet:
+    """The samples of a split's tasks, tokenised and checked against the model's window, and how they are
+    scored (``scoring=``); ``rows(model)`` scores the model as it is (patched or not)."""
+
     def __init__(self, tokenizer, tasks: Mapping[str, Task], *, split: str, trained_context: int,
                  batch_size: int = 4, scoring: str = "teacher_forced", share_prefix: bool = True,
                  allow_beyond_trained: bool = False, progress: bool = True):
         if batch_size < 1:
             raise LpesError(f"batch_size must be >= 1, got {batch_size}")
         self.tokenizer, self.tasks, self.split = tokenizer, dict(tasks), split
-        self.scorer = SCORERS.get(scoring)
+        self.score = SCORERS.get(scoring)
         self.batch_size = batch_size
         self.share_prefix = share_prefix
         self.progress = progress
@@ -71,56 +82,50 @@ class Evaluator:
     def samples(self) -> int:
         return sum(len(items) for items in self.encoded.values())
 
-    def without(self, scored: Mapping[str, set[int]]) -> "Evaluator":
-        """The same evaluator over the samples whose context (draw) is not in ``scored[task]``: what a
+    def without(self, scored: Mapping[str, set[int]]) -> "SampleSet":
+        """The same samples less those whose context (draw) is not in ``scored[task]``: what a
         comparison resumed with more samples per position still has to score."""
         rest = copy.copy(self)
         rest.encoded = {name: kept for name, items in self.encoded.items()
-                        if (kept := [e for e in items if e.sample.context not in scored.get(name, ())])}
+                        if (kept := [e for e in items if e.sample.draw not in scored.get(name, ())])}
         return rest
 
-    def with_draws(self, draws: Sequence[int], keep=lambda task: True) -> "Evaluator":
-        """The same evaluator over other draws of its split (a gradient minibatch), for the tasks ``keep``
+    def with_draws(self, draws: Sequence[int], keep=lambda task: True) -> "SampleSet":
+        """The same tasks over other draws of its split (a gradient minibatch), for the tasks ``keep``
         accepts (only they are encoded)."""
         out = copy.copy(self)
         out.tasks = {name: task.with_draws(draws) for name, task in self.tasks.items() if keep(task)}
         out.encoded = {name: task.encode(self.split, self.tokenizer) for name, task in out.tasks.items()}
         return out
 
-    def rows(self, model, factors: Sequence[float] | None = None, scheme: Scheme | None = None,
-             desc: str = "eval") -> dict[str, list[ScoreRow]]:
-        """Per-sample scores of ``model`` by task; ``factors=None`` evaluates it unpatched."""
-        handle = apply_layer_scaling(model, factors, scheme) if factors is not None else None
-        try:
-            with tqdm(total=self.samples, desc=desc, disable=not self.progress, leave=False) as bar:
-                return {name: self.scorer(
-                            model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
-                            tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
-                            share_prefix=self.share_prefix, match=self.tasks[name].matches, progress=bar.update)
-                        for name, items in self.encoded.items()}
-        finally:
-            if handle is not None:
-                handle.remove()
+    def rows(self, model, desc: str = "eval") -> Rows:
+        """Per-sample scores of ``model`` by task."""
+        with tqdm(total=self.samples, desc=desc, disable=not self.progress, leave=False) as bar:
+            return {name: self.score(
+                        model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
+                        tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
+                        share_prefix=self.share_prefix, match=self.tasks[name].matches, progress=bar.update)
+                    for name, items in self.encoded.items()}
 
 
 def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None) -> dict:
-    """One Evaluator per split: the tasks' samples tokenised and checked against the model's window
+    """One SampleSet per split: the tasks' samples tokenised and checked against the model's window
     (tokenizer and config only: no weights)."""
     from ..model.load import identify, load_tokenizer
 
     tokenizer = tokenizer or load_tokenizer(cfg.model)
     context = identify(cfg.model).trained_context
-    return {split: Evaluator(tokenizer, tasks, split=split, trained_context=context, batch_size=cfg.batch_size,
+    return {split: SampleSet(tokenizer, tasks, split=split, trained_context=context, batch_size=cfg.batch_size,
                              scoring=cfg.scoring, share_prefix=cfg.share_prefix,
                              allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
             for split in splits}
 
 
-class Scorer:
+class Worker:
     """What a worker holds: the model, the encoded samples of every split, the schemes it was sent."""
 
     def __init__(self, cfg: dict, task_specs: dict, splits: Sequence[str], threads: int | None = None, *,
-                 evaluators: dict | None = None, loaded=None):
+                 sample_sets: dict | None = None, loaded=None):
         from omegaconf import OmegaConf
 
         from ..model.load import load_model
@@ -131,10 +136,10 @@ class Scorer:
 
             torch.set_num_threads(int(threads))
         cfg = OmegaConf.create(cfg)
-        if evaluators is None:
-            evaluators = encode_splits(cfg, {k: TASKS.build(s) for k, s in task_specs.items()}, splits)
-        self.evaluators = evaluators
-        tokenizer = next(iter(evaluators.values())).tokenizer
+        if sample_sets is None:
+            sample_sets = encode_splits(cfg, {k: TASKS.build(s) for k, s in task_specs.items()}, splits)
+        self.sample_sets = sample_sets
+        tokenizer = next(iter(sample_sets.values())).tokenizer
         self.model, _, self.info = loaded or load_model(cfg.model, tokenizer)
         self._schemes: dict[str, object] = {}
         self._curves: dict[str, object] = {}
@@ -166,30 +171,35 @@ class Scorer:
         from ..scoring.gradient import GradientResult, sample_coefficients, value_and_gradient
 
         start = time.perf_counter()
-        evaluator = self.evaluators[job.split].with_draws(job.draws, keep=lambda task: task.metric != "perplexity")
-        baseline = evaluator.rows(self.model, desc="minibatch")
+        minibatch = self.sample_sets[job.split].with_draws(job.draws, keep=lambda task: task.metric != "perplexity")
+        baseline = minibatch.rows(self.model, desc="minibatch")
         middle = time.perf_counter()
         weights = FitnessWeights(**job.weights)
-        coefficients = {task: sample_coefficients({str(r.position) for r in rows}, evaluator.tasks[task].weight,
+        coefficients = {task: sample_coefficients({str(r.position) for r in rows}, minibatch.tasks[task].weight,
                                                   weights, job.per_position) for task, rows in baseline.items()}
         value, gradient, rows = value_and_gradient(
-            self.model, evaluator.encoded, baseline, coefficients, job.genes, self.curve(job.curve),
-            self.scheme(job.scheme), batch_size=evaluator.batch_size, pad_id=evaluator.tokenizer.pad_token_id,
-            share_prefix=evaluator.share_prefix)
+            self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve),
+            self.scheme(job.scheme), batch_size=minibatch.batch_size, pad_id=minibatch.tokenizer.pad_token_id,
+            share_prefix=minibatch.share_prefix)
         return GradientResult(value=value, gradient=gradient.tolist(), rows=rows, baseline=baseline,
                               seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle})
 
-    def rows(self, split: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
-        """Per-sample rows of one job, and the seconds it took here."""
+    def rows(self, samples: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
+        """Per-sample rows of one job (the sample set named ``samples``, patched with ``factors`` unless
+        None), and the seconds it took here."""
         start = time.perf_counter()
-        rows = self.evaluators[split].rows(self.model, None if factors is None else list(factors),
-                                           self.scheme(scheme_cfg), desc=desc)
+        if factors is None:
+            rows = self.sample_sets[samples].rows(self.model, desc=desc)
+        else:
+            with apply_layer_scaling(self.model, list(factors), self.scheme(scheme_cfg)):
+                rows = self.sample_sets[samples].rows(self.model, desc=desc)
         return rows, time.perf_counter() - start
 
 
 class Executor:
     name = "executor"  # set by the registry
     info = None  # ModelInfo of the model the jobs run on
+    in_process = False  # True: built with the driver's sample_sets= and loaded= (no second model in memory)
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
         """(per-sample rows by task, seconds) of each job, in job order."""

@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 
 from ..errors import LpesError
 from ..registries import EXECUTORS
-from .base import Executor, GradientJob, Job, Rows, Scorer
+from .base import Executor, GradientJob, Job, Rows, Worker
 
 
 def _package_root() -> str:
@@ -43,7 +43,7 @@ class RayExecutor(Executor):
                          log_to_driver=False, runtime_env=runtime_env)
             else:
                 ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
-        actor = ray.remote(num_cpus=threads_per_worker, num_gpus=gpus_per_worker, max_restarts=0)(Scorer)
+        actor = ray.remote(num_cpus=threads_per_worker, num_gpus=gpus_per_worker, max_restarts=0)(Worker)
         self.actors = [actor.remote(cfg, task_specs, list(splits), threads_per_worker) for _ in range(workers)]
         self.info = self._first(lambda a: a.model_info.remote())
 
@@ -57,7 +57,7 @@ class RayExecutor(Executor):
         raise LpesError("every Ray worker died while loading the model; see the Ray logs")
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
-        return self._map("rows", [(split, factors, scheme, desc) for split, factors, scheme in jobs])
+        return self._map("rows", [(*job, desc) for job in jobs])
 
     def gradient(self, job: GradientJob):
         """Each worker takes a share of the minibatch's contexts; their sums add up to the whole job's."""

@@ -25,10 +25,10 @@ CHECKPOINT_VERSION = 2
 LEGACY_CHECKPOINT = "checkpoint.pkl"  # version 1: a pickle, refused unread
 
 
-def cache_key(factors, context: dict) -> str:
+def cache_key(factors, regime: dict) -> str:
     """Identity of an evaluation: the factors (to 1e-9) and everything that changes the scores."""
     payload = json.dumps({"factors": None if factors is None else [round(float(f), 9) for f in factors],
-                          **context}, sort_keys=True, default=str)
+                          **regime}, sort_keys=True, default=str)
     return hashlib.sha1(payload.encode()).hexdigest()
 
 

@@ -116,9 +116,9 @@ def check_identity(record: dict, have, source: str, allow_foreign: bool = False)
 
 
 def apply_record(model, record: dict, source: str, allow_foreign: bool = False) -> LayerScaling:
-    from .load import describe
+    from .load import identify_loaded
 
-    check_identity(record, describe(model), source, allow_foreign)
+    check_identity(record, identify_loaded(model), source, allow_foreign)
     return apply_layer_scaling(model, record["factors"], build_scheme(record["scheme"]))
 
 
@@ -145,9 +145,9 @@ def load_checked(path: str | os.PathLike, info, allow_foreign: bool = False) -> 
 
 def save_patched(model, handle: LayerScaling, path: str | os.PathLike, tokenizer=None) -> None:
     """``save_pretrained`` plus an ``lpes`` block in config.json (stock transformers ignores it)."""
-    from .load import describe, save_dequantised
+    from .load import identify_loaded, save_dequantised
 
-    identity = describe(model).as_dict()
+    identity = identify_loaded(model).as_dict()
     model.config.lpes = factors_record(model=identity, scheme=handle.scheme.config, factors=handle.factors)
     try:
         save_dequantised(model, path)

@@ -319,7 +319,7 @@ def load_model(cfg, tokenizer=None):
         if gguf_file:  # first load of this GGUF: keep the de-quantised model for next time
             _save_atomically(model, _converted(source, gguf_file, "model"))
     model.to(device).eval()
-    return model, tokenizer, describe(model, spec)
+    return model, tokenizer, identify_loaded(model, spec)
 
 
 def _architecture(config) -> str:
@@ -369,7 +369,7 @@ def identify(cfg) -> ModelInfo:
     return model_info(config, *_label(spec))
 
 
-def describe(model, spec=None) -> ModelInfo:
+def identify_loaded(model, spec=None) -> ModelInfo:
     """The identity of a loaded model (checked patchable); ``spec`` (a model config group) names it."""
     from ..position import rope_layout
 

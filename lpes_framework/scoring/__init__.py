@@ -112,7 +112,7 @@ def score_row(item: Encoded, token_lp: torch.Tensor, hits: torch.Tensor) -> Scor
     token_lp = token_lp.detach()
     return ScoreRow(position=item.sample.position, logprob=float(token_lp.mean()), exact=bool(hits.all()),
                     first=bool(hits[0]), first_logprob=float(token_lp[0]), tokens=len(token_lp),
-                    token_logprobs=tuple(token_lp.tolist()), context=item.sample.context)
+                    token_logprobs=tuple(token_lp.tolist()), draw=item.sample.draw)
 
 
 def prefix_cache(model, ids: list[int]):

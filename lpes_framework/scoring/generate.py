@@ -64,7 +64,7 @@ def score_generate(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_
                 rows[i] = ScoreRow(position=f.position, logprob=f.logprob,
                                    exact=match(text, (b.sample.answer, *b.sample.alternatives)),
                                    first=bool(new[:1] == gold[:1]), first_logprob=f.first_logprob, tokens=f.tokens,
-                                   token_logprobs=f.token_logprobs, context=f.context)
+                                   token_logprobs=f.token_logprobs, draw=f.draw)
             if progress:
                 progress(len(batch))
     return rows  # type: ignore[return-value]

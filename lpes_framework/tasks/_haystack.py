@@ -68,13 +68,13 @@ class _Haystack(Task):
             if self.layout == "queries":
                 needles = self._draw_labelled(rng, len(self.depths))
                 context = self._insert(units, [(self._slot(d, units), n) for d, (n, _, _) in zip(self.depths, needles)])
-                out += [Sample(prompt=question.format(context=context), answer=answer, position=depth, context=j)
+                out += [Sample(prompt=question.format(context=context), answer=answer, position=depth, draw=j)
                         for depth, (_, question, answer) in zip(self.depths, needles)]
                 continue
             needle, distractors, question, answer = self._draw(rng, units)
             for depth in self.depths:
                 context = self._insert(units, [(self._slot(depth, units), needle), *distractors])
-                out.append(Sample(prompt=question.format(context=context), answer=answer, position=depth, context=j))
+                out.append(Sample(prompt=question.format(context=context), answer=answer, position=depth, draw=j))
         return out
 
     @staticmethod

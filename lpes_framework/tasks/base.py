@@ -36,7 +36,7 @@ class Sample:
     position: int | str  # gold position label (an index, a depth in percent, or 'all')
     prefix: str = ""  # text the answer turn starts with (not scored), e.g. an opening quote
     alternatives: tuple[str, ...] = ()  # other accepted answers (generation scoring)
-    context: int = 0  # which draw (haystack, record) it comes from: the unit a paired bootstrap resamples
+    draw: int = 0  # which draw (haystack, record) it comes from: the unit a paired bootstrap resamples
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class Task:
         """Generation metric (``scoring=generate``): does the generated text answer the question."""
         return answer_found(text, answers)
 
-    def describe(self) -> dict:
+    def settings(self) -> dict:
         """Everything that changes the samples: part of the evaluation cache key."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")} | {"name": self.name}
 

@@ -71,8 +71,8 @@ class KVRetrieval(Task):
         self.layout = check_layout(self.name, layout)
         random_key(rng_for(0, "search", 0), key_kind, hex_len)  # validates key_kind now
 
-    def describe(self) -> dict:
-        return super().describe() | ({"file_stamp": file_stamp(self.path)} if self.path else {})
+    def settings(self) -> dict:
+        return super().settings() | ({"file_stamp": file_stamp(self.path)} if self.path else {})
 
     def _draws(self, split: str):
         """(draw index, pairs, index of the gold pair): from the file's records, or generated."""
@@ -95,5 +95,5 @@ class KVRetrieval(Task):
                     ordered, (key, value) = others[:pos] + [items[gold]] + others[pos:], items[gold]
                 records = json.dumps(dict(ordered), indent=1)
                 out.append(Sample(prompt=PROMPT.format(records=records, key=key), answer=value,
-                                  position=pos, prefix=self.answer_prefix, context=j))
+                                  position=pos, prefix=self.answer_prefix, draw=j))
         return out

@@ -39,8 +39,8 @@ class MultiDocQA(Task):
     def matches(self, text: str, answers) -> bool:
         return best_subspan_em(text, answers)
 
-    def describe(self) -> dict:
-        return super().describe() | {"file_stamp": file_stamp(self.path)}
+    def settings(self) -> dict:
+        return super().settings() | {"file_stamp": file_stamp(self.path)}
 
     def samples(self, split: str, tokenizer=None) -> list[Sample]:
         out = []
@@ -55,5 +55,5 @@ class MultiDocQA(Task):
                 text = "\n".join(f"Document [{i + 1}](Title: {d.get('title', '')}) {d['text']}" for i, d in enumerate(docs))
                 answers = [str(a) for a in rec["answers"]]
                 out.append(Sample(prompt=PROMPT.format(documents=text, question=rec["question"]),
-                                  answer=" " + answers[0], position=pos, alternatives=tuple(answers[1:]), context=j))
+                                  answer=" " + answers[0], position=pos, alternatives=tuple(answers[1:]), draw=j))
         return out

@@ -37,8 +37,8 @@ class Perplexity(Task):
         if window_tokens < 16:
             raise LpesError(f"perplexity: window_tokens must be >= 16, got {window_tokens}")
 
-    def describe(self) -> dict:
-        return super().describe() | {"file_stamps": [file_stamp(f) for f in self.files]}
+    def settings(self) -> dict:
+        return super().settings() | {"file_stamps": [file_stamp(f) for f in self.files]}
 
     def _text(self) -> str:
         if not self.files:
@@ -52,5 +52,5 @@ class Perplexity(Task):
         if len(windows) < self.samples_per_position:
             raise LpesError(f"perplexity: text gives {len(windows)} {split} windows of {n} tokens, "
                             f"fewer than the {self.samples_per_position} asked for")
-        return [Encoded(ids=w, answer_start=1, sample=Sample(prompt="", answer="", position=WHOLE_TEXT, context=j))
+        return [Encoded(ids=w, answer_start=1, sample=Sample(prompt="", answer="", position=WHOLE_TEXT, draw=j))
                 for j, w in self.drawn(windows, split)]

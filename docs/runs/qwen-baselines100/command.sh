@@ -11,13 +11,8 @@ set -eo pipefail
 here=docs/runs/qwen-baselines100
 tuned=docs/runs/qwen-baselines60
 mkdir -p $here/pi-best $here/test
-[ -e $here/pi-best/best_factors.json ] || python - $here/pi-best/best_factors.json <<'PY'
-import sys
-from lpes_framework.model.factors import factors_record, load_factors, write_json_atomic
-preset = load_factors("docs/runs/qwen-bezier-pi/best_factors.json")  # the PI search's answer: model block, scheme
-write_json_atomic(sys.argv[1], factors_record(model=preset["model"], scheme=preset["scheme"],
-                                              factors=[1.05] * preset["model"]["n_layers"]))
-PY
+[ -e $here/pi-best/best_factors.json ] || python -m lpes_framework.commands.factors docs/runs/qwen-bezier-pi --uniform \
+    --out $here/pi-best/best_factors.json  # the PI search's best non-identity uniform candidate (1.05)
 [ -e $here/test/rows.jsonl ] || grep '"method": "unpatched"' docs/runs/qwen-lowfreq-heldout/rows.jsonl > $here/test/rows.jsonl
 python -m lpes_framework.commands.evaluate model=qwen2.5-0.5b task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' \
     task.samples_per_position=100 task.layout=queries batch_size=10 threads=2 progress=false split=test \

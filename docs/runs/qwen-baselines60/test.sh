@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 10: held-out test split, 60 haystacks x 10 positions: unpatched, Ms-PoE (plugin defaults, the
 # `uniform mspoe 1` row), and uniform NTK / YaRN at the factor that won on the search split (factors files
-# written by pick_and_test.py, each under its own scheme); perplexity on held-out text for each.
+# written by tune.sh, each under its own scheme); perplexity on held-out text for each.
 set -e
 OUT=${OUT:-docs/runs/qwen-baselines60}  # pos=mspoe needs the plugin: pip install plugins/lpes-mspoe
 python -m lpes_framework.commands.evaluate model=qwen2.5-0.5b task.pairs=50 'task.gold_positions=[0,5,11,16,22,27,33,38,44,49]' \

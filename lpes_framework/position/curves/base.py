@@ -141,7 +141,7 @@ class Curve:
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         return np.full(self.n_genes, self.low), np.full(self.n_genes, self.high)
 
-    def describe(self) -> dict:
+    def settings(self) -> dict:
         return {"name": self.name, "n_genes": self.n_genes, "low": self.low, "high": self.high,
                 "monotone": self.monotone}
 

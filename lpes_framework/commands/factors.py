@@ -1,0 +1,118 @@
+"""The factors file of a run's best entry: a search's best candidate, or an evaluate folder's best method.
+
+    python -m lpes_framework.commands.factors <search run> [--uniform] --out best.json
+    python -m lpes_framework.commands.factors <evaluate folder> --baseline <search run> --out best.json
+
+A search writes ``best_factors.json`` itself, after validation; this is for the runs that stop short of
+it (a search-efficiency comparison, a killed search) and for tuning sweeps: ``evaluate`` on the search
+split with several uniform factors, whose best by the search's fitness becomes the baseline's factors file.
+
+- A search folder: the candidate with the best recorded search fitness in ``evaluations.jsonl`` (with
+  ``--uniform``: among those with one factor other than 1 in every layer); the model block, scheme, curve and task
+  come from the run record (the model block of its own ``best_factors.json`` for runs written before the
+  record), the candidate's outcome goes into ``metrics.search``.
+- An evaluate folder: every patched method in ``results.json`` is scored by the fitness against the
+  folder's ``unpatched`` row with the default fitness weights, or, with ``--baseline`` (a search run on
+  the same split and samples: a tuning sweep judged the way that search judged its candidates), against
+  that search's baseline with its weights; the best one's factors and scheme, with every method's fitness
+  and the weights in ``metrics.search``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import LpesError
+from ..evaluation.fitness import FitnessWeights, task_score
+from ..evaluation.results import scores_from_json
+from ..io.spec import read_spec
+from ..io.store import JsonLog
+from ..model.factors import factors_record, write_json_atomic
+from .cli import one_line_errors, plain, task_specs
+
+
+def _records(run: Path, kind: str) -> list[dict]:
+    return [r for r in JsonLog(run / "evaluations.jsonl").read() if r.get("kind") == kind]
+
+
+def best_candidate(run: Path, uniform: bool = False) -> dict:
+    """The factors record of the search run's best candidate by its recorded search fitness (``uniform``:
+    of those with one factor other than 1 in every layer: the uniform baseline a search tests its answer
+    against)."""
+    from ..position.curves import build_curve
+
+    spec = read_spec(run)
+    model = spec.model
+    if not model and (run / "best_factors.json").is_file():  # written before the run record: the run's own file
+        model = json.loads((run / "best_factors.json").read_text())["model"]
+    if not model:
+        raise LpesError(f"{run} was written before the run record and holds no best_factors.json: its model is "
+                        "unknown, so no factors file can be made from it")
+    candidates = [r for r in _records(run, "candidate")
+                  if not uniform or (len(set(r["factors"])) == 1 and r["factors"][0] != 1.0)]
+    if not candidates:
+        raise LpesError(f"{run / 'evaluations.jsonl'} holds no scored {'uniform ' if uniform else ''}candidate")
+    best = max(candidates, key=lambda r: r["outcome"]["fitness"])
+    cfg = spec.cfg()
+    curve = build_curve(plain(cfg.curve), model["n_layers"])
+    return factors_record(model=model, scheme=plain(cfg.pos), factors=best["factors"], curve=curve.settings(),
+                          genome=best["genome"], task=task_specs(cfg)[cfg.task.name],
+                          metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
+
+
+def best_method(folder: Path, baseline: Path | None = None) -> dict:
+    """The factors record of the evaluate folder's best patched method by the fitness: against the
+    ``baseline`` search run's baseline scores with its weights, or against the folder's unpatched row with
+    the default weights (evaluate has no fitness of its own)."""
+    path = folder / "results.json"
+    if not path.is_file():
+        raise LpesError(f"{folder} holds no results.json: not a finished evaluate folder")
+    results = json.loads(path.read_text())
+    task = next(iter(results["tasks"]))  # the primary task comes first
+    judge = read_spec(baseline).cfg() if baseline is not None else {}
+    weights = FitnessWeights(**plain(judge["fitness"])) if "fitness" in judge else FitnessWeights()
+    methods = {name: m for name, m in results["methods"].items() if m.get("factors") is not None}
+    if not methods:
+        raise LpesError(f"{path} holds no patched method")
+    if baseline is not None:
+        records = _records(baseline, "baseline")
+        if not records:
+            raise LpesError(f"{baseline / 'evaluations.jsonl'} holds no baseline record")
+        base = scores_from_json(records[0]["scores"])[task]
+    elif "unpatched" in results["methods"]:
+        base = scores_from_json(results["methods"]["unpatched"]["scores"])[task]
+    else:
+        raise LpesError(f"{path} holds no unpatched row: pass --baseline <search run> scored on the same samples")
+    fitness = {name: task_score(scores_from_json(m["scores"])[task], base, weights) for name, m in methods.items()}
+    best = max(fitness, key=fitness.get)
+    return factors_record(model=results["model"], scheme=methods[best]["scheme"], factors=methods[best]["factors"],
+                          task=results["tasks"][task],
+                          metrics={"search": {"chosen": best, "fitness": fitness, "weights": weights.__dict__}})
+
+
+@one_line_errors
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.factors",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", type=Path, help="a search run (evaluations.jsonl) or an evaluate folder (results.json)")
+    parser.add_argument("--baseline", type=Path, help="evaluate folders without an unpatched row: a search run "
+                                                      "whose baseline record scored the same samples")
+    parser.add_argument("--uniform", action="store_true", help="a search run's best uniform candidate (one factor "
+                                                                "other than 1 in every layer)")
+    parser.add_argument("--out", type=Path, required=True, help="the factors file to write")
+    args = parser.parse_args(argv)
+    search = (args.run / "evaluations.jsonl").is_file()
+    if search and args.baseline is not None:
+        raise LpesError("--baseline is for evaluate folders; a search run has its own baseline")
+    if not search and args.uniform:
+        raise LpesError("--uniform is for search runs; an evaluate folder's methods are chosen among as scored")
+    record = best_candidate(args.run, args.uniform) if search else best_method(args.run, args.baseline)
+    write_json_atomic(args.out, record)
+    print(f"wrote {args.out}: {len(record['factors'])} factors under {record['scheme']['name']}"
+          + (f" ({record['metrics']['search']['chosen']})" if not search else ""))
+
+
+if __name__ == "__main__":
+    main()
