@@ -70,3 +70,33 @@ def test_the_noise_floor_is_the_spread_of_the_fitness_over_small_subsets():
     line, = noise_floor(table, task, FitnessWeights(), sample=5, subsets=20)
     assert line.startswith("same: 20 haystacks +0.0000 [+0.0000, +0.0000]; first 5 +0.0000")
     assert line.endswith("sd 0.0000, range +0.0000 to +0.0000; separation +nan")
+
+
+def windows(token_logprobs):
+    return [ScoreRow(position="all", logprob=sum(lp) / len(lp), exact=False, first=False, first_logprob=lp[0],
+                     tokens=len(lp), token_logprobs=tuple(lp), draw=w) for w, lp in enumerate(token_logprobs)]
+
+
+def test_bucket_sums_put_token_k_at_position_k_plus_1():
+    from lpes_framework.commands.analysis import bucket_logprobs
+
+    sums = bucket_logprobs(windows([[-1, -2, -3, -4, -5, -6]]), [0, 3, 7, 100])
+    assert sums[0].tolist() == [[-3, -18, 0]]  # positions 1-2, 3-6, none
+    assert sums[1].tolist() == [[2, 4, 0]]
+    with pytest.raises(LpesError, match="--edges must rise strictly"):
+        bucket_logprobs(windows([[-1.0]]), [0, 0, 4])
+
+
+def test_bucket_table_gives_perplexity_and_paired_ratios_per_bucket():
+    from lpes_framework.commands.analysis import bucket_table
+
+    base = [[-1.0, -1.0, -2.0, -2.0], [-1.0, -1.0, -3.0, -1.0]]
+    better = [[lp if k < 2 else lp + 0.5 for k, lp in enumerate(w)] for w in base]  # beyond position 2 only
+    lines = bucket_table({"unpatched": windows(base), "scaled": windows(better)}, [0, 3, 5, 9], "unpatched")
+    assert lines[0] == "perplexity by position bucket (2 windows; 95% interval over windows)"
+    assert lines[1].startswith("unpatched: 0-3: 2.718 [2.718, 2.718]  3-5: 7.389")
+    assert "5-9" not in lines[1]  # no window reaches position 5
+    # the same texts, every token beyond the bucket edge 0.5 nats more likely: a ratio of exp(-0.5) everywhere
+    assert lines[3] == "scaled / unpatched: 0-3: 1.0000 [1.0000, 1.0000]  3-5: 0.6065 [0.6065, 0.6065]"
+    with pytest.raises(LpesError, match="scored other windows"):
+        bucket_table({"unpatched": windows(base), "scaled": windows(better[:1])}, [0, 3])

@@ -50,6 +50,21 @@ def test_uniform_ntk_matches_transformers_dynamic_beyond_trained_length():
         torch.testing.assert_close(logits(model, ids), logits(reference, ids), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("length", [48, 64])  # 1.5x and 2x the trained window: the extrapolation baselines
+@pytest.mark.parametrize("rope_type,scheme", [("linear", "pi"), ("yarn", "yarn")])
+def test_uniform_pi_and_yarn_at_length_over_window_match_transformers_beyond_the_window(length, rope_type, scheme):
+    factor = length / 32
+    model = tiny_model("llama", max_positions=32)
+    params = {"rope_type": rope_type, "rope_theta": 10000.0, "factor": factor}
+    if rope_type == "yarn":
+        params["original_max_position_embeddings"] = 32
+    reference = tiny_model("llama", max_positions=32, rope_parameters=params)
+    ids = torch.randint(3, 97, (1, length))
+    with apply_layer_scaling(model, [factor] * 4, build_scheme({"name": scheme})):
+        torch.testing.assert_close(logits(model, ids), logits(reference, ids), rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(logits(model, ids), logits(reference, ids), rtol=1e-4, atol=1e-4)  # it acted
+
+
 def test_gemma3_keeps_its_local_global_split():
     model = tiny_model("gemma3_text")
     _, _, specs = rope_layout(model)

@@ -129,6 +129,19 @@ def test_perplexity_windows_from_builtin_text():
     assert search[0].ids != test[0].ids
 
 
+def test_perplexity_windows_from_the_standard_librarys_source():
+    task = TASKS.build({"name": "perplexity", "source": "stdlib", "window_tokens": 4096, "windows": 40})
+    pydoc = TASKS.build({"name": "perplexity", "window_tokens": 4096, "windows": 3})
+    from lpes_framework.tasks.perplexity import stdlib_text
+
+    windows = task.encode("test", CharTokenizer())
+    assert len(windows) == 40 and all(len(e.ids) == 4096 for e in windows)
+    text = CharTokenizer()(stdlib_text())["input_ids"]
+    assert len(text) > 2_000_000  # 16K-token windows for extrapolation: many per split
+    assert task.encode("search", CharTokenizer())[0].ids == text[:4096]  # the first window is the first text
+    assert task.settings()["source"] == "stdlib" and "source" not in pydoc.settings()  # default keys unchanged
+
+
 @pytest.mark.parametrize("cfg,match", [
     ({"name": "kv_retrieval", "pairs": 5, "gold_positions": [0, 5]}, r"must lie in \[0, 4\]"),
     ({"name": "kv_retrieval", "key_kind": "guid"}, "key_kind"),
@@ -136,6 +149,7 @@ def test_perplexity_windows_from_builtin_text():
     ({"name": "kv_retrieval", "samples_per_position": 0}, "samples_per_position"),
     ({"name": "mdqa"}, "set task.path"),
     ({"name": "perplexity", "files": ["/nonexistent.txt"]}, "file not found"),
+    ({"name": "perplexity", "source": "wiki"}, "source must be one of pydoc, stdlib"),
     ({"name": "kv_retreival"}, "did you mean 'kv_retrieval'"),
 ])
 def test_bad_task_configs(cfg, match):

@@ -1,9 +1,12 @@
 """Analyses of scored rows made after the fact, without a model: one method against the others on the
-haystacks they share, by blocks of haystacks, and the noise floor of the search's fitness.
+haystacks they share, by blocks of haystacks, the noise floor of the search's fitness, and perplexity by
+position bucket (inside a model's trained window and beyond it).
 
     python -m lpes_framework.commands.analysis versus <evaluate folder> [<folder> ...] --method "file <run>"
         [--blocks 0-99 100-199]
     python -m lpes_framework.commands.analysis noise <evaluate folder>
+    python -m lpes_framework.commands.analysis buckets <evaluate folder> [<folder> ...] --edges 0 8192 16384
+        [--task perplexity] [--versus "uniform pi 2"]
 
 Rows come from evaluate folders (``rows.jsonl``, each method's most complete record). Methods are
 joined by their rows' (haystack, gold position), never by list order; several folders may be read
@@ -132,6 +135,62 @@ def noise_floor(rows: Mapping[str, Mapping[str, list[ScoreRow]]], tasks: Mapping
     return lines
 
 
+def bucket_logprobs(rows: Sequence[ScoreRow], edges: Sequence[int]) -> np.ndarray:
+    """(windows x buckets) sums of token log-probs and token counts of whole-text rows: token ``k`` of a
+    window's scored continuation sits at position ``k + 1`` (the first token is context only), bucket
+    ``i`` holds positions ``edges[i]`` to ``edges[i + 1] - 1``. Shape (2, windows, buckets)."""
+    if list(edges) != sorted(set(edges)) or len(edges) < 2:
+        raise LpesError(f"--edges must rise strictly and give at least one bucket, got {list(edges)}")
+    out = np.zeros((2, len(rows), len(edges) - 1))
+    for w, row in enumerate(rows):
+        lp = np.asarray(row.token_logprobs, dtype=float)
+        at = np.arange(1, len(lp) + 1)
+        which = np.searchsorted(edges, at, side="right") - 1
+        inside = (which >= 0) & (which < len(edges) - 1)
+        np.add.at(out[0, w], which[inside], lp[inside])
+        np.add.at(out[1, w], which[inside], 1)
+    return out
+
+
+def bucket_table(rows: Rows, edges: Sequence[int], versus_method: str | None = None, *, resamples: int = 2000,
+                 seed: int = 0) -> list[str]:
+    """Perplexity of every method per position bucket (95% interval over windows), and with
+    ``versus_method`` each method's perplexity ratio to it per bucket (paired over windows: the same
+    texts). Buckets no window reaches are left out."""
+    methods = list(rows)
+    if versus_method is not None and versus_method not in rows:
+        raise LpesError(f"no method {versus_method!r} among {sorted(rows)}")
+    windows = [r.draw for r in rows[methods[0]]]
+    for m in methods:
+        if [r.draw for r in rows[m]] != windows:
+            raise LpesError(f"{m}: scored other windows than {methods[0]}; perplexity needs the same texts")
+    sums = {m: bucket_logprobs(rows[m], edges) for m in methods}
+    counts = sums[methods[0]][1]
+    reached = counts.sum(0) > 0
+    picks = np.random.default_rng(seed).integers(len(windows), size=(resamples, len(windows)))
+
+    def ppl(total: np.ndarray, n: np.ndarray) -> np.ndarray:  # exp(-token-weighted mean log-prob) per bucket
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.exp(-total.sum(-2) / n.sum(-2))
+
+    labels = [f"{a}-{b}" for a, b in zip(edges[:-1], edges[1:])]
+    lines = [f"perplexity by position bucket ({len(windows)} windows; 95% interval over windows)"]
+    for m in methods:
+        point, boot = ppl(*sums[m]), ppl(sums[m][0][picks], sums[m][1][picks])
+        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+        lines.append(f"{m}: " + "  ".join(f"{labels[i]}: {point[i]:.3f} [{low[i]:.3f}, {high[i]:.3f}]"
+                                           for i in np.flatnonzero(reached)))
+    if versus_method is not None:
+        ref = sums[versus_method]
+        for m in (m for m in methods if m != versus_method):
+            point = ppl(*sums[m]) / ppl(*ref)
+            boot = ppl(sums[m][0][picks], counts[picks]) / ppl(ref[0][picks], counts[picks])
+            low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+            lines.append(f"{m} / {versus_method}: " + "  ".join(
+                f"{labels[i]}: {point[i]:.4f} [{low[i]:.4f}, {high[i]:.4f}]" for i in np.flatnonzero(reached)))
+    return lines
+
+
 def _block(text: str) -> range:
     first, _, last = text.partition("-")
     if not (first.isdigit() and last.isdigit()) or int(last) < int(first):
@@ -155,6 +214,11 @@ def main(argv: list[str] | None = None) -> None:
     noise.add_argument("--sample", type=int, default=10, help="haystacks per subset (the search's sample size)")
     noise.add_argument("--end-penalty", type=float, default=2.0)
     noise.add_argument("--logprob-weight", type=float, default=0.1)
+    buckets = commands.add_parser("buckets", help="perplexity by position bucket, and ratios to one method")
+    buckets.add_argument("folders", nargs="+", type=Path, help="evaluate folders (their rows.jsonl)")
+    buckets.add_argument("--edges", nargs="+", type=int, required=True, help="bucket edges in tokens, e.g. 0 8192 16384")
+    buckets.add_argument("--task", default="perplexity")
+    buckets.add_argument("--versus", help="a method to divide every other's perplexity by, e.g. 'unpatched'")
     args = parser.parse_args(argv)
     one_line_errors(_run)(args)
 
@@ -163,6 +227,9 @@ def _run(args) -> None:
     if args.command == "versus":
         blocks = [_block(b) for b in args.blocks] + [None]
         print("\n".join(versus(folder_rows(args.folders, args.task), args.method, blocks)))
+        return
+    if args.command == "buckets":
+        print("\n".join(bucket_table(folder_rows(args.folders, args.task), args.edges, args.versus)))
         return
     import json
 

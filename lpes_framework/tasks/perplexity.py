@@ -1,4 +1,6 @@
-"""Perplexity on long natural text: Python's own documentation (``pydoc_data.topics``) or user files.
+"""Perplexity on long text that ships offline: Python's documentation (``source: pydoc``, the
+``pydoc_data.topics`` text, ~200K tokens), the standard library's own source (``source: stdlib``, its
+top-level modules, a few million tokens: long windows for extrapolation), or user ``files``.
 
 The text is cut into non-overlapping windows of ``window_tokens``, shared between the splits as file
 records are (``base.split_records``: even windows ``search``, odd ones ``test`` and ``validation``).
@@ -8,6 +10,8 @@ perplexity = exp(-mean token log-prob).
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from pathlib import Path
 
 from ..errors import LpesError
@@ -16,20 +20,32 @@ from .base import WHOLE_TEXT
 from .base import Encoded, Sample, Task, file_stamp, split_records
 
 
-def builtin_text() -> str:
+def pydoc_text() -> str:
     from pydoc_data.topics import topics
 
     return "\n\n".join(topics[k] for k in sorted(topics))
+
+
+def stdlib_text() -> str:
+    """The standard library's top-level modules, in name order (the same text for a given Python version)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    return "\n\n".join(f.read_text(encoding="utf-8", errors="replace") for f in sorted(root.glob("*.py")))
+
+
+SOURCES = {"pydoc": pydoc_text, "stdlib": stdlib_text}
 
 
 @TASKS.plugin
 class Perplexity(Task):
     metric = "perplexity"
 
-    def __init__(self, *, files=(), window_tokens: int = 1024, windows: int = 4, **common):
+    def __init__(self, *, files=(), source: str = "pydoc", window_tokens: int = 1024, windows: int = 4, **common):
         common.setdefault("samples_per_position", windows)
         super().__init__(**common)
+        if source not in SOURCES:
+            raise LpesError(f"perplexity: source must be one of {', '.join(SOURCES)}, got {source!r}")
         self.files = [str(f) for f in files]
+        self._source = source
         self.window_tokens = window_tokens
         for f in self.files:
             if not Path(f).is_file():
@@ -38,11 +54,15 @@ class Perplexity(Task):
             raise LpesError(f"perplexity: window_tokens must be >= 16, got {window_tokens}")
 
     def settings(self) -> dict:
-        return super().settings() | {"file_stamps": [file_stamp(f) for f in self.files]}
+        # the stdlib text changes with the Python version, so it is part of what decides the samples; the
+        # default source adds nothing, so runs recorded before there was a choice still resume
+        source = {} if self._source == "pydoc" or self.files else {"source": self._source,
+                                                                     "python": sys.version.split()[0]}
+        return super().settings() | {"file_stamps": [file_stamp(f) for f in self.files]} | source
 
     def _text(self) -> str:
         if not self.files:
-            return builtin_text()
+            return SOURCES[self._source]()
         return "\n\n".join(Path(f).read_text(encoding="utf-8", errors="replace") for f in self.files)
 
     def encode(self, split: str, tokenizer) -> list[Encoded]:
