@@ -71,3 +71,24 @@ def test_misuse_is_one_line(search_run, tmp_path, args, message):
     assert not (tmp_path / "x.json").exists()
     with pytest.raises(LpesError, match=message):
         main.__wrapped__([a.format(**paths) for a in args] + ["--out", str(tmp_path / "x.json")])
+
+
+def test_fit_redraws_a_factors_file_in_a_curve_and_says_what_it_lost(tmp_path):
+    from lpes_framework.model.factors import factors_record, write_json_atomic
+    from lpes_framework.position.curves import build_curve
+
+    from conftest import model_block
+
+    bezier = build_curve({"name": "bezier", "low": 0.5, "high": 3.0}, 4)
+    drawn = bezier.factors([0.8, 1.9, 1.2, 1.0]).tolist()
+    for name, factors in {"smooth": drawn, "zigzag": [0.6, 2.0, 0.6, 2.0]}.items():
+        write_json_atomic(tmp_path / f"{name}.json", factors_record(
+            model=model_block(), scheme={"name": "pi"}, factors=factors,
+            curve={"name": "free", "n_genes": 4, "low": 0.5, "high": 3.0, "monotone": None}))
+        main([str(tmp_path / f"{name}.json"), "--fit", "bezier", "--out", str(tmp_path / f"{name}-fit.json")])
+    smooth, zigzag = (load_factors(tmp_path / f"{n}-fit.json") for n in ("smooth", "zigzag"))
+    assert smooth["curve"]["name"] == "bezier" and (smooth["curve"]["low"], smooth["curve"]["high"]) == (0.5, 3.0)
+    assert smooth["factors"] == pytest.approx(drawn, abs=1e-6)  # a cubic's own factors come back
+    assert smooth["metrics"]["fit"]["max_abs_change"] < 1e-6 and smooth["scheme"] == {"name": "pi"}
+    assert bezier.factors(zigzag["genome"]).tolist() == zigzag["factors"]
+    assert zigzag["metrics"]["fit"]["rms_change"] > 0.3  # a cubic cannot zigzag: the loss is stated

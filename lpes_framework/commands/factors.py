@@ -2,6 +2,7 @@
 
     python -m lpes_framework.commands.factors <search run> [--uniform] --out best.json
     python -m lpes_framework.commands.factors <evaluate folder> --baseline <search run> --out best.json
+    python -m lpes_framework.commands.factors <factors file> --fit bezier [--control-points 4] --out fitted.json
 
 A search writes ``best_factors.json`` itself, after validation; this is for the runs that stop short of
 it (a search-efficiency comparison, a killed search) and for tuning sweeps: ``evaluate`` on the search
@@ -11,6 +12,10 @@ split with several uniform factors, whose best by the search's fitness becomes t
   ``--uniform``: among those with one factor other than 1 in every layer); the model block, scheme, curve and task
   come from the run record (the model block of its own ``best_factors.json`` for runs written before the
   record), the candidate's outcome goes into ``metrics.search``.
+- ``--fit <curve>`` on a factors file: the genome of that curve (within the file's curve bounds) whose
+  factors are closest to the file's in least squares, as a factors file of its own (``metrics.fit``: the
+  source, the largest and the root-mean-square factor change): does a few-gene curve lose what a free
+  search found? Re-test it held out like any other file.
 - An evaluate folder: every patched method in ``results.json`` is scored by the fitness against the
   folder's ``unpatched`` row with the default fitness weights, or, with ``--baseline`` (a search run on
   the same split and samples: a tuning sweep judged the way that search judged its candidates), against
@@ -62,6 +67,26 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
                           metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
 
 
+def fitted(path: Path, curve_cfg: dict) -> dict:
+    """The factors file at ``path`` redrawn by the curve ``curve_cfg`` (bounds default to the file's)."""
+    import numpy as np
+
+    from ..model.factors import load_factors
+    from ..position.curves import build_curve
+
+    record = load_factors(path)
+    bounds = {k: record["curve"][k] for k in ("low", "high") if record.get("curve") and k in record["curve"]}
+    curve = build_curve(bounds | curve_cfg, len(record["factors"]))
+    genome = curve.fit(record["factors"])
+    factors = curve.factors(genome)
+    change = factors - np.asarray(record["factors"])
+    fit = {"from": str(path), "max_abs_change": float(np.abs(change).max()),
+           "rms_change": float(np.sqrt((change ** 2).mean()))}
+    return factors_record(model=record["model"], scheme=record["scheme"], factors=factors.tolist(),
+                          curve=curve.settings(), genome=[float(g) for g in genome], task=record.get("task"),
+                          metrics={"fit": fit}) | ({"run": record["run"]} if "run" in record else {})
+
+
 def best_method(folder: Path, baseline: Path | None = None) -> dict:
     """The factors record of the evaluate folder's best patched method by the fitness: against the
     ``baseline`` search run's baseline scores with its weights, or against the folder's unpatched row with
@@ -96,13 +121,24 @@ def best_method(folder: Path, baseline: Path | None = None) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.factors",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", type=Path, help="a search run (evaluations.jsonl) or an evaluate folder (results.json)")
+    parser.add_argument("run", type=Path, help="a search run (evaluations.jsonl), an evaluate folder (results.json), "
+                                               "or with --fit a factors file")
     parser.add_argument("--baseline", type=Path, help="evaluate folders without an unpatched row: a search run "
                                                       "whose baseline record scored the same samples")
     parser.add_argument("--uniform", action="store_true", help="a search run's best uniform candidate (one factor "
                                                                 "other than 1 in every layer)")
+    parser.add_argument("--fit", help="a curve (e.g. bezier) to redraw the factors file in")
+    parser.add_argument("--control-points", type=int, help="--fit bezier: control points (default 4: cubic)")
     parser.add_argument("--out", type=Path, required=True, help="the factors file to write")
     args = parser.parse_args(argv)
+    if args.fit:
+        cfg = {"name": args.fit} | ({"control_points": args.control_points} if args.control_points else {})
+        record = fitted(args.run, cfg)
+        write_json_atomic(args.out, record)
+        fit = record["metrics"]["fit"]
+        print(f"wrote {args.out}: {args.fit} fit, factors moved by {fit['max_abs_change']:.4f} at most "
+              f"({fit['rms_change']:.4f} rms)")
+        return
     search = (args.run / "evaluations.jsonl").is_file()
     if search and args.baseline is not None:
         raise LpesError("--baseline is for evaluate folders; a search run has its own baseline")
