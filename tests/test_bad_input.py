@@ -147,7 +147,8 @@ def test_plugin_whose_import_fails_is_named_on_the_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("module,words", [
-    ("lpes_framework", ["per decoder layer", "--plugins", "lpes_framework.commands.evaluate", "curve: bezier", "resume=true"]),
+    ("lpes_framework", ["per decoder layer", "--plugins", "lpes_framework.commands.<name> --help", "evaluate (compare",
+                        "factors", "curve: bezier", "resume=true"]),
     ("lpes_framework.commands.evaluate", ["gold position", "methods.uniform", "pos: "]),
 ])
 def test_help_describes_the_app(module, words):
