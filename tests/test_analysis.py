@@ -100,3 +100,14 @@ def test_bucket_table_gives_perplexity_and_paired_ratios_per_bucket():
     assert lines[3] == "scaled / unpatched: 0-3: 1.0000 [1.0000, 1.0000]  3-5: 0.6065 [0.6065, 0.6065]"
     with pytest.raises(LpesError, match="scored other windows"):
         bucket_table({"unpatched": windows(base), "scaled": windows(better[:1])}, [0, 3])
+
+
+def test_committed_rows_written_before_the_draw_field_still_load():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "docs" / "runs" / "qwen15-baseline-2k"
+    assert '"context": 0' in (folder / "rows.jsonl").read_text()  # the field's old name
+    rows = logged_rows(folder)["unpatched"]["kv_retrieval"]
+    draws = sorted({r.draw for r in rows})
+    assert draws == list(range(len(draws))) and len(draws) > 1
+    assert all(sum(r.draw == d for r in rows) == len(rows) // len(draws) for d in draws)  # every position per draw
