@@ -53,6 +53,10 @@ class Perplexity(Task):
         if window_tokens < 16:
             raise LpesError(f"perplexity: window_tokens must be >= 16, got {window_tokens}")
 
+    @property
+    def source(self) -> str:
+        return self._source
+
     def settings(self) -> dict:
         # the stdlib text changes with the Python version, so it is part of what decides the samples; the
         # default source adds nothing, so runs recorded before there was a choice still resume
