@@ -85,3 +85,19 @@ def test_generation_from_the_shared_prefix_equals_plain_generation(arch):
         shared = score_generate(model, items, batch_size=3, tokenizer=_Decoder(), max_new_tokens=4, share_prefix=True)
     assert [(r.exact, r.first) for r in shared] == [(r.exact, r.first) for r in plain]
     assert any(r.first for r in plain)
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_long_answers_normalised_a_few_columns_at_a_time_score_the_same(share, monkeypatch):
+    """Whole-window answers (perplexity) are log-softmaxed in column chunks: the rows are those of one call."""
+    import lpes_framework.scoring as scoring
+
+    model = tiny_model("qwen2")
+    g = torch.Generator().manual_seed(1)
+    windows = [torch.randint(3, 97, (n,), generator=g).tolist() for n in (60, 47)]
+    items = [Encoded(w, 1, Sample(prompt="", answer="", position="all", draw=j)) for j, w in enumerate(windows)]
+    items += items_with_shared_contexts(model, contexts=1, queries=3)
+    whole = score_teacher_forced(model, items, batch_size=2, share_prefix=share)
+    monkeypatch.setattr(scoring, "LOGSOFTMAX_COLUMNS", 7)  # 59 scored tokens: 8 chunks, the last one short
+    assert score_teacher_forced(model, items, batch_size=2, share_prefix=share) == whole
+    assert whole[0].tokens == 59

@@ -92,19 +92,30 @@ def group_samples(items: Sequence[Encoded], share_prefix: bool, key) -> tuple[li
     return [g for g in groups if len(g[1]) > 1], alone
 
 
+LOGSOFTMAX_COLUMNS = 2048  # columns normalised at a time: a 16K window over a 49K vocabulary would need 3 GB more
+
+
 def answer_scores(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: list[int]):
     """(gold token log-probs, greedy hits) of each row of a batch: row r's answer is the ``span`` tokens of
     ``ids`` ending at column ``ends[r]`` (exclusive); ``logits`` hold the last ``logits.shape[1]`` columns.
-    The log-probs carry the logits' gradient, if any."""
+    Only each answer's own columns are normalised, ``LOGSOFTMAX_COLUMNS`` at a time (each column's
+    log-softmax is its own, so the values are those of one whole-tensor call). The log-probs carry the
+    logits' gradient, if any."""
     # half precision is raised to float32; a float64 model keeps float64 (the gradient tests' precision)
-    logprobs = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+    dtype = torch.promote_types(logits.dtype, torch.float32)
     offset = ids.shape[1] - logits.shape[1]  # column of logits[:, 0]
     out = []
     for row, (b, end) in enumerate(zip(batch, ends)):
         span = len(b.ids) - b.answer_start
-        lp = logprobs[row, end - span - 1 - offset: end - 1 - offset]
+        first = end - span - 1 - offset
         gold = ids[row, end - span: end]
-        out.append((lp.gather(-1, gold[:, None]).squeeze(-1), lp.argmax(-1) == gold))
+        lps, hits = [], []
+        for start in range(0, span, LOGSOFTMAX_COLUMNS):
+            stop = min(start + LOGSOFTMAX_COLUMNS, span)
+            lp = torch.log_softmax(logits[row, first + start: first + stop].to(dtype), dim=-1)
+            lps.append(lp.gather(-1, gold[start:stop, None]).squeeze(-1))
+            hits.append(lp.argmax(-1) == gold[start:stop])
+        out.append((torch.cat(lps), torch.cat(hits)))
     return out
 
 
