@@ -100,6 +100,8 @@ def test_bucket_table_gives_perplexity_and_paired_ratios_per_bucket():
     assert lines[3] == "scaled / unpatched: 0-3: 1.0000 [1.0000, 1.0000]  3-5: 0.6065 [0.6065, 0.6065]"
     with pytest.raises(LpesError, match="scored other windows"):
         bucket_table({"unpatched": windows(base), "scaled": windows(better[:1])}, [0, 3])
+    with pytest.raises(LpesError, match="no method 'uniform pi 2'"):
+        bucket_table({"unpatched": windows(base)}, [0, 3], "uniform pi 2")
 
 
 def test_committed_rows_written_before_the_draw_field_still_load():

@@ -61,6 +61,10 @@ def test_an_evaluate_sweeps_best_method_against_its_unpatched_row(search_run, tm
     (["{search}", "--baseline", "{search}"], "--baseline is for evaluate folders"),
     (["{sweep}", "--uniform"], "--uniform is for search runs"),
     (["{empty}"], "not a finished evaluate folder"),
+    (["{search}", "--control-points", "5"], "--control-points is for --fit"),
+    (["{search}/best_factors.json", "--fit", "bezier", "--uniform"], "--fit redraws a factors file"),
+    (["{search}/best_factors.json", "--fit", "bezier", "--control-points", "0"], "bezier: needs at least one gene"),
+    (["{search}/best_factors.json", "--fit", "bezeir"], "did you mean 'bezier'"),
 ])
 def test_misuse_is_one_line(search_run, tmp_path, args, message):
     (tmp_path / "empty").mkdir()

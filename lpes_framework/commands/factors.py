@@ -46,7 +46,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     """The factors record of the search run's best candidate by its recorded search fitness (``uniform``:
     of those with one factor other than 1 in every layer: the uniform baseline a search tests its answer
     against)."""
-    from ..position.curves import build_curve
+    from ..position.curves import build_curve, uniform_scaling
 
     spec = read_spec(run)
     model = spec.model
@@ -55,8 +55,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     if not model:
         raise LpesError(f"{run} was written before the run record and holds no best_factors.json: its model is "
                         "unknown, so no factors file can be made from it")
-    candidates = [r for r in _records(run, "candidate")
-                  if not uniform or (len(set(r["factors"])) == 1 and r["factors"][0] != 1.0)]
+    candidates = [r for r in _records(run, "candidate") if not uniform or uniform_scaling(r["genome"])]
     if not candidates:
         raise LpesError(f"{run / 'evaluations.jsonl'} holds no scored {'uniform ' if uniform else ''}candidate")
     best = max(candidates, key=lambda r: r["outcome"]["fitness"])
@@ -131,8 +130,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--control-points", type=int, help="--fit bezier: control points (default 4: cubic)")
     parser.add_argument("--out", type=Path, required=True, help="the factors file to write")
     args = parser.parse_args(argv)
+    if args.control_points is not None and not args.fit:
+        raise LpesError("--control-points is for --fit (e.g. --fit bezier --control-points 5)")
+    if args.fit and (args.uniform or args.baseline is not None):
+        raise LpesError("--fit redraws a factors file; --uniform and --baseline choose from a run")
     if args.fit:
-        cfg = {"name": args.fit} | ({"control_points": args.control_points} if args.control_points else {})
+        cfg = {"name": args.fit} | ({} if args.control_points is None else {"control_points": args.control_points})
         record = fitted(args.run, cfg)
         write_json_atomic(args.out, record)
         fit = record["metrics"]["fit"]

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .cli import plain, prepare, task_specs
 from ..report.artifacts import SearchSummary, write_artifacts
 from ..evaluation.comparison import compare, format_intervals, format_table, uniform_method_name
-from ..position.curves import build_curve
+from ..position.curves import build_curve, uniform_scaling
 from ..errors import LpesError
 from ..evaluation.results import scores_from_json, scores_to_json
 from ..execution import GradientJob, Job, build_executor, encode_splits
@@ -335,8 +335,7 @@ class Search:
     def uniform_baseline(self, factors) -> float:
         """The uniform factor to test next to the found ones: the best non-identity uniform scaling the
         search evaluated (tuned on the same search data), else the mean of the found factors."""
-        uniform = [(o.fitness, g[0]) for g, o in self.optimizer.history.values()
-                   if len(set(g)) == 1 and g[0] != 1.0]
+        uniform = [(o.fitness, g[0]) for g, o in self.optimizer.history.values() if uniform_scaling(g)]
         return round(float(max(uniform)[1] if uniform else np.mean(factors)), 4)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, NamedTuple, Sequence
 
@@ -188,11 +189,10 @@ class Worker:
         """Per-sample rows of one job (the sample set named ``samples``, patched with ``factors`` unless
         None), and the seconds it took here."""
         start = time.perf_counter()
-        if factors is None:
+        patch = nullcontext() if factors is None else apply_layer_scaling(self.model, list(factors),
+                                                                           self.scheme(scheme_cfg))
+        with patch:
             rows = self.sample_sets[samples].rows(self.model, desc=desc)
-        else:
-            with apply_layer_scaling(self.model, list(factors), self.scheme(scheme_cfg)):
-                rows = self.sample_sets[samples].rows(self.model, desc=desc)
         return rows, time.perf_counter() - start
 
 

@@ -36,6 +36,12 @@ def layer_grid(n_layers: int) -> np.ndarray:
     return np.linspace(0.0, 1.0, n_layers) if n_layers > 1 else np.zeros(1)
 
 
+def uniform_scaling(genome: Sequence[float]) -> bool:
+    """A genome that draws one factor other than 1 in every layer (equal genes give that constant exactly):
+    the uniform baselines a search evaluates next to its curves."""
+    return len(set(genome)) == 1 and genome[0] != 1.0
+
+
 class Curve:
     """Base: genes in [low, high]; subclasses define ``gene_count(n_layers)`` and ``shape(genes, t)``
     (torch float64 tensors in and out)."""
