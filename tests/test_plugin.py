@@ -4,30 +4,19 @@ It is installed into a temporary folder put on the path of this process and of t
 so the environment running the tests is left as it was."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import TINY_TASK, run_cli, tiny_model
+from conftest import TINY_TASK, installed_plugin, run_cli, tiny_model
 from lpes_framework.errors import LpesError
-
-PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "lpes-mspoe"
-
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(PLUGIN)], check=True, capture_output=True)
-    sys.path.insert(0, str(target))
-    from lpes_framework.position import apply_layer_scaling, build_scheme
+    with installed_plugin(tmp_path_factory, "lpes-mspoe") as env:
+        from lpes_framework.position import apply_layer_scaling, build_scheme
 
-    yield apply_layer_scaling, build_scheme, {"PYTHONPATH": os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH")]))}
-    sys.path.remove(str(target))
+        yield apply_layer_scaling, build_scheme, env
 
 
 def test_evaluate_command_runs_with_the_plugin_scheme(installed, tmp_path):

@@ -31,7 +31,7 @@ from ..execution.local import LocalExecutor
 from ..model.factors import is_preset, load_checked, write_json_atomic
 from ..model.load import identify
 from ..report.plots import plot_by_position
-from ..position import build_scheme, validate_factors
+from ..position import build_scheme, check_scheme_for, validate_factors
 from ..io.spec import KEY, RunSpec
 from ..io.store import JsonLog, RunLock, cache_key
 
@@ -58,14 +58,22 @@ def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | N
         methods[uniform_method_name(scheme_cfg["name"], s)] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
     for path, name in file_method_names(m.factors_files or []).items():
         record = load_checked(path, info, bool(cfg.allow_foreign))
+        check_scheme_for(build_scheme(record["scheme"]), info)
         methods[name] = (record["factors"], record["scheme"])
+    for name, options in (m.schemes or {}).items():  # a competitor's settings, at factor 1 in every layer
+        options = plain(options)
+        if not isinstance(options, dict) or "name" not in options:
+            raise LpesError(f"methods.schemes.{name} must be scheme settings with a name, e.g. {{name: posscale}}, "
+                            f"got {options!r} (a dot in a method name nests it: use posscale-05, not posscale-0.5)")
+        check_scheme_for(build_scheme(options), info)
+        methods[name] = (validate_factors([1.0] * n_layers, n_layers), options)
     if m.genomes:
         curve = build_curve(plain(cfg.curve), n_layers)
         for name, genome in m.genomes.items():
             genes = curve.checked(list(genome), f"methods.genomes.{name}")
             methods[f"{curve.name} {name}"] = (curve.factors(genes).tolist(), scheme_cfg)
     if not methods:
-        raise LpesError("no methods to evaluate: enable methods.baseline or give uniform/factors_files/genomes")
+        raise LpesError("no methods to evaluate: enable methods.baseline or give uniform/factors_files/schemes/genomes")
     unknown = [r for r in m.compare_to if r not in methods]
     if unknown:
         raise LpesError(f"methods.compare_to: {unknown} are not among the methods {list(methods)}")
@@ -125,9 +133,10 @@ def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     prepare(cfg)
     scheme_cfg = plain(cfg.pos)
-    build_scheme(scheme_cfg)
+    scheme = build_scheme(scheme_cfg)
     tasks = build_tasks(cfg)
     info = identify(cfg.model)
+    check_scheme_for(scheme, info)
     methods = plan_methods(cfg, scheme_cfg, info)
     sample_sets = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
     out_dir.mkdir(parents=True, exist_ok=True)

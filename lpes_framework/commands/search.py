@@ -31,7 +31,7 @@ from ..registries import EXECUTORS, LOGGERS
 from ..model.load import identify
 from ..optim import build_optimizer
 from ..optim.gradient import start_genes
-from ..position import build_scheme, is_identity, require_gradient
+from ..position import build_scheme, check_scheme_for, is_identity, require_gradient
 from ..evaluation.results import by_position
 from ..evaluation.selection import candidate_name, select
 from ..io.spec import KEY, RunSpec, differences, model_differences
@@ -60,6 +60,7 @@ class Search:
         specs = task_specs(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
         self.shape = identify(cfg.model)
+        check_scheme_for(self.scheme, self.shape)
         self.spec = RunSpec(command="search", config=plain(cfg), model=self.shape.as_dict())
         self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))

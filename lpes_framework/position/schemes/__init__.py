@@ -143,6 +143,14 @@ def require_gradient(scheme) -> None:
                         "optimizer=gradient needs a differentiable scheme (rope, pi, ntk, yarn): use optimizer=ga")
 
 
+def check_scheme_for(scheme, info) -> None:
+    """A plugin scheme's refusal of a model it cannot patch, from the model's identity (``ModelInfo``,
+    read before any weights load): schemes declare it with a ``check_model(info)`` method."""
+    check = getattr(scheme, "check_model", None)
+    if check is not None:
+        check(info)
+
+
 def is_identity(scheme, factors) -> bool:
     """Whether ``factors`` under ``scheme`` leave the model exactly as it is inside its trained window
     (an all-ones schedule of a scheme whose factor 1 is the model's own RoPE). Plugin schemes with their
