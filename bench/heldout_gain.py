@@ -21,6 +21,53 @@ DEFAULT_PRESET = "qwen2.5-coder-0.5b"
 DEFAULT_MODEL = "qwen2.5-0.5b"
 
 
+def retest(preset: str, model: str, samples: int, split: str, threads: int, uniform: list[float] | None,
+           versus: list[str], out: Path | None) -> tuple[dict, dict[str, str], str]:
+    """(evaluate payload, method name of each file, task name): ``preset`` re-tested in its own regime
+    next to the unpatched model, ``uniform`` factors and the ``versus`` files, with paired intervals of the
+    preset minus each; ``out`` keeps the evaluate outputs and reuses the methods already scored there."""
+    from omegaconf import open_dict
+
+    from lpes_framework.evaluation.comparison import uniform_method_name
+    from lpes_framework.config import compose_config
+    from lpes_framework.errors import LpesError
+    from lpes_framework.commands.evaluate import file_method_names, run_evaluate
+    from lpes_framework.model.factors import load_factors
+
+    record = load_factors(preset)
+    run = record.get("run")  # the search's run record: its model and task; presets made before it, the task block
+    if run is None and "task" not in record:
+        raise SystemExit(f"error: {preset} has no run record nor 'task' block: the regime to re-test it in "
+                         "is unknown")
+    if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block
+        uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
+    task = (run["config"]["task"] if run else record["task"])["name"]
+    cfg = compose_config("evaluate", [f"model={model}", f"task={task}", f"split={split}",
+                                      f"pos={record['scheme']['name']}",
+                                      f"threads={threads}", "progress=false", "resume=true",
+                                      f"methods.uniform=[{','.join(map(str, uniform))}]",
+                                      f"methods.factors_files=[{','.join([preset, *versus])}]",
+                                      "+task@extra_tasks.perplexity=perplexity"])
+    with open_dict(cfg):
+        if run:
+            cfg.model = {**run["config"]["model"], "device": cfg.model.device}  # searched elsewhere, re-tested here
+            cfg.task = run["config"]["task"]
+            cfg.seed = run["config"]["seed"]
+        else:
+            cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
+        cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
+        cfg.task.samples_per_position = samples
+        names = file_method_names([preset, *versus])
+        cfg.methods.compare_to = [uniform_method_name(record["scheme"]["name"], u) for u in uniform] + [
+            names[v] for v in versus]  # the preset minus each uniform and each other file
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            payload = run_evaluate(cfg, out or Path(tmp))
+        except LpesError as exc:
+            raise SystemExit(f"error: {exc}") from None
+    return payload, names, task
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--preset", default=DEFAULT_PRESET, help="shipped preset name or factors file")
@@ -35,48 +82,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here; "
                         "methods already scored there are reused")
     args = parser.parse_args()
-    from omegaconf import open_dict
-
-    from lpes_framework.evaluation.comparison import uniform_method_name
-    from lpes_framework.config import compose_config
-    from lpes_framework.errors import LpesError
-    from lpes_framework.commands.evaluate import file_method_names, run_evaluate
-    from lpes_framework.model.factors import load_factors
-    from lpes_framework.tasks.base import WHOLE_TEXT
     from lpes_framework.evaluation.stats import middle_positions
+    from lpes_framework.tasks.base import WHOLE_TEXT
 
-    record = load_factors(args.preset)
-    run = record.get("run")  # the search's run record: its model and task; presets made before it, the task block
-    if run is None and "task" not in record:
-        raise SystemExit(f"error: {args.preset} has no run record nor 'task' block: the regime to re-test it in "
-                         "is unknown")
-    uniform = args.uniform
-    if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block
-        uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
-    task = (run["config"]["task"] if run else record["task"])["name"]
-    cfg = compose_config("evaluate", [f"model={args.model}", f"task={task}", f"split={args.split}",
-                                      f"pos={record['scheme']['name']}",
-                                      f"threads={args.threads}", "progress=false", "resume=true",
-                                      f"methods.uniform=[{','.join(map(str, uniform))}]",
-                                      f"methods.factors_files=[{','.join([args.preset, *args.versus])}]",
-                                      "+task@extra_tasks.perplexity=perplexity"])
-    with open_dict(cfg):
-        if run:
-            cfg.model = {**run["config"]["model"], "device": cfg.model.device}  # searched elsewhere, re-tested here
-            cfg.task = run["config"]["task"]
-            cfg.seed = run["config"]["seed"]
-        else:
-            cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
-        cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
-        cfg.task.samples_per_position = args.samples
-        names = file_method_names([args.preset, *args.versus])
-        cfg.methods.compare_to = [uniform_method_name(record["scheme"]["name"], u) for u in uniform] + [
-            names[v] for v in args.versus]  # the preset minus each uniform and each other file
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            payload = run_evaluate(cfg, args.out or Path(tmp))
-        except LpesError as exc:
-            raise SystemExit(f"error: {exc}") from None
+    payload, names, task = retest(args.preset, args.model, args.samples, args.split, args.threads, args.uniform,
+                                  args.versus, args.out)
     name = names[args.preset]
     scores = {m: payload["methods"][m]["scores"] for m in ("unpatched", name)}
     middle = payload["intervals"][f"{name} - unpatched"][task]["middle"]
