@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import model_block
+from conftest import installed_plugin, model_block
 from lpes_framework.model.factors import factors_record, write_json_atomic
 
 pytestmark = pytest.mark.slow
@@ -64,6 +64,24 @@ def test_all_ones_equal_hf_and_other_factors_change_the_scores(local_task, embed
     assert loglikelihoods(local_task, "lpes", args | {"factors": str(ones)}) == hf
     changed = loglikelihoods(local_task, "lpes", args | {"factors": str(scaled)})
     assert max(abs(a - b) for a, b in zip(changed, hf)) > 0.1
+
+
+@pytest.mark.parametrize("plugin, scheme", [("lpes-posscale", {"name": "posscale", "scale": 0.0}),
+                                            ("lpes-fim", {"name": "fim"})])
+def test_the_competitors_run_inside_the_harness(local_task, embedded_dirs, tmp_path_factory, tmp_path, monkeypatch,
+                                                plugin, scheme):
+    """A competitor's factors file (its settings as the scheme) drives the harness like an LPES one. Each
+    choice is scored by one forward, whose last row (the reading token) is the one these methods change."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    model_dir, tok_dir = embedded_dirs
+    args = {"pretrained": str(model_dir), "tokenizer": str(tok_dir), "dtype": "float32"}
+    with installed_plugin(tmp_path_factory, plugin):
+        path = tmp_path / "competitor.json"
+        write_json_atomic(path, factors_record(model=model_block("smollm2"), scheme=scheme, factors=[1.0] * 30))
+        hf = loglikelihoods(local_task, "hf", args)
+        patched = loglikelihoods(local_task, "lpes", args | {"factors": str(path)})
+    assert len(patched) == len(hf) == 12
+    assert max(abs(a - b) for a, b in zip(patched, hf)) > 1e-3
 
 
 def test_command_line_wrapper_knows_the_lpes_model(local_task, embedded_dirs, tmp_path):

@@ -23,4 +23,6 @@ for method in posscale fim; do
     python -m lpes_framework.commands.factors $run/tune-$method --baseline docs/runs/qwen-bezier-pi \
         --out $run/$method-best/best_factors.json  # metrics.search: every setting's fitness, the chosen one
 done
+mkdir -p $run/heldout
+[ -e $run/heldout/rows.jsonl ] || cp docs/runs/qwen-gradient-ntk-preset/heldout/rows.jsonl $run/heldout/rows.jsonl
 python bench/competitors.py --out $run/heldout "$@" | tee $run/competitors.txt
