@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--posscale", default=str(RUN / "posscale-best" / "best_factors.json"))
     parser.add_argument("--fim", default=str(RUN / "fim-best" / "best_factors.json"))
-    parser.add_argument("--samples", type=int, default=200, help="haystacks per gold position")
+    parser.add_argument("--samples", type=int, default=100, help="haystacks per gold position (the first ones of the folder's rows are reused)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RUN / "heldout", help="evaluate folder; its rows are reused")
     parser.add_argument("--latency-tokens", type=int, default=1024)

@@ -4,7 +4,7 @@
 #    10 haystacks x 10 positions, the best setting by the search's fitness against docs/runs/qwen-bezier-pi's
 #    unpatched scores of the same haystacks): PosScale's scale over the paper's band (and two other bands at
 #    scale 0), Found-in-the-Middle's strength over the upper half (and the upper three quarters).
-# 2. The two winners re-tested on the 200 held-out haystacks x 10 positions of the shipped preset's own
+# 2. The two winners re-tested on the first 100 held-out haystacks x 10 positions of the shipped preset's own
 #    re-test, whose unpatched / preset / previous-preset rows are reused (docs/runs/qwen-gradient-ntk-preset/heldout):
 #    paired intervals of the preset minus each, perplexity, then the latency ratios: bench/competitors.py.
 # Needs pip install plugins/lpes-posscale plugins/lpes-fim. Resumable: run again (each folder reuses its rows).
@@ -25,4 +25,4 @@ for method in posscale fim; do
 done
 mkdir -p $run/heldout
 [ -e $run/heldout/rows.jsonl ] || cp docs/runs/qwen-gradient-ntk-preset/heldout/rows.jsonl $run/heldout/rows.jsonl
-python bench/competitors.py --out $run/heldout "$@" | tee $run/competitors.txt
+python bench/competitors.py --samples 100 --out $run/heldout "$@" | tee $run/competitors.txt
