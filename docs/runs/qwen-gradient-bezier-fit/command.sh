@@ -14,7 +14,7 @@ python -m lpes_framework.commands.factors $optimum --fit bezier --out $run/bezie
 [ -e $run/heldout/rows.jsonl ] || cp docs/runs/qwen-gradient-ntk-preset/heldout/rows.jsonl $run/heldout/rows.jsonl
 python bench/heldout_gain.py --preset $run/bezier_fit.json --samples 200 --uniform --versus $optimum \
     --out $run/heldout | tee $run/heldout/heldout.txt
-python -m lpes_framework.commands.analysis versus $run/heldout --method "file bezier_fit" --blocks 0-99 100-199 \
+python -m lpes_framework.commands.analysis versus $run/heldout --method "file qwen-gradient-bezier-fit" --blocks 0-99 100-199 \
     | tee $run/heldout/versus.txt
 python -m lpes_framework.commands.attention docs/runs/qwen-gradient-ntk-preset/search --samples 20 --threads 2 \
     --out $run/attention | tee $run/attention/attention.txt
