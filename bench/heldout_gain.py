@@ -22,10 +22,12 @@ DEFAULT_MODEL = "qwen2.5-0.5b"
 
 
 def retest(preset: str, model: str, samples: int, split: str, threads: int, uniform: list[float] | None,
-           versus: list[str], out: Path | None) -> tuple[dict, dict[str, str], str]:
+           versus: list[str], out: Path | None, seed: int | None = None) -> tuple[dict, dict[str, str], str]:
     """(evaluate payload, method name of each file, task name): ``preset`` re-tested in its own regime
     next to the unpatched model, ``uniform`` factors and the ``versus`` files, with paired intervals of the
-    preset minus each; ``out`` keeps the evaluate outputs and reuses the methods already scored there."""
+    preset minus each; ``out`` keeps the evaluate outputs and reuses the methods already scored there.
+    ``seed`` draws the haystacks with another seed than the preset's search had (the seed picks the split's
+    haystacks): two searches run with different seeds are re-tested on the same ones that way."""
     from omegaconf import open_dict
 
     from lpes_framework.evaluation.comparison import uniform_method_name
@@ -52,9 +54,11 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
         if run:
             cfg.model = {**run["config"]["model"], "device": cfg.model.device}  # searched elsewhere, re-tested here
             cfg.task = run["config"]["task"]
-            cfg.seed = run["config"]["seed"]
+            cfg.seed = run["config"]["seed"] if seed is None else seed
         else:
             cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
+            if seed is not None:
+                cfg.seed = seed
         cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
         cfg.task.samples_per_position = samples
         names = file_method_names([preset, *versus])
@@ -81,12 +85,14 @@ def main() -> None:
                         "the preset gets paired intervals against each (e.g. the shipped preset, for a new schedule)")
     parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here; "
                         "methods already scored there are reused")
+    parser.add_argument("--seed", type=int, help="draw the haystacks with this seed instead of the preset's search "
+                        "seed (to re-test searches run with different seeds on the same haystacks)")
     args = parser.parse_args()
     from lpes_framework.evaluation.stats import middle_positions
     from lpes_framework.tasks.base import WHOLE_TEXT
 
     payload, names, task = retest(args.preset, args.model, args.samples, args.split, args.threads, args.uniform,
-                                  args.versus, args.out)
+                                  args.versus, args.out, args.seed)
     name = names[args.preset]
     scores = {m: payload["methods"][m]["scores"] for m in ("unpatched", name)}
     middle = payload["intervals"][f"{name} - unpatched"][task]["middle"]
