@@ -9,9 +9,9 @@ set -eo pipefail
 run=docs/runs/qwen-gradient-seed1
 python -m lpes_framework experiment=qwen-gradient pos=ntk optimizer.start=docs/runs/qwen-free-ga-heldout/best_factors.json \
     optimizer.schedule=cosine optimizer.lr=0.03 optimizer.lr_min=0.003 optimizer.steps=30 \
-    optimizer.contexts_per_step=3 model.device=cpu threads=2 progress=false seed=1 hydra.run.dir=$run/search "$@"
+    optimizer.contexts_per_step=3 model.device=cpu threads=${THREADS:-2} progress=false seed=1 hydra.run.dir=$run/search "$@"
 here=$run/heldout
 mkdir -p $here
 [ -e $here/rows.jsonl ] || cp docs/runs/qwen-gradient-ntk-preset/heldout/rows.jsonl $here/rows.jsonl
-python bench/heldout_gain.py --preset $run/search/best_factors.json --samples 200 --uniform --seed 0 \
+python bench/heldout_gain.py --preset $run/search/best_factors.json --samples 200 --uniform --seed 0 --threads ${THREADS:-2} \
     --versus docs/runs/qwen-gradient-ntk-preset/search/best_factors.json --out $here | tee $here/heldout.txt
