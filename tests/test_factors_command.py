@@ -21,9 +21,9 @@ def search_run(tmp_path_factory):
 
 
 def test_a_search_runs_best_candidate_with_its_regime(search_run, tmp_path, capsys):
-    main([str(search_run / "search"), "--out", str(tmp_path / "best.json")])
+    main([str(search_run / "search"), "--out", str(tmp_path / "new" / "best.json")])  # its folder is made
     assert "wrote" in capsys.readouterr().out
-    record = load_factors(tmp_path / "best.json")
+    record = load_factors(tmp_path / "new" / "best.json")
     candidates = [r for r in read_jsonl(search_run / "search" / "evaluations.jsonl") if r["kind"] == "candidate"]
     best = max(candidates, key=lambda r: r["outcome"]["fitness"])
     assert record["factors"] == best["factors"] and record["genome"] == best["genome"]

@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--control-points", type=int, help="--fit bezier: control points (default 4: cubic)")
     parser.add_argument("--out", type=Path, required=True, help="the factors file to write")
     args = parser.parse_args(argv)
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # a new run folder for the file, as every command makes its own
     if args.control_points is not None and not args.fit:
         raise LpesError("--control-points is for --fit (e.g. --fit bezier --control-points 5)")
     if args.fit and (args.uniform or args.baseline is not None):
