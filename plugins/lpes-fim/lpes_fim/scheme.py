@@ -107,7 +107,7 @@ class Calibration(AttentionPatch):
                     filler = content_free_ids(self._vocab, ids.shape[1] - 1).to(ids.device).expand(ids.shape[0], -1)
                     single = ids.shape[0] == 1  # a prefix about to be continued: its dummy is kept as the base
                     out = decoder(input_ids=torch.cat([filler, ids[:, -1:]], 1), use_cache=single, **common)
-                    self._base, self._live = ((ids.shape[1], out.past_key_values) if single else None), None
+                    self._base, self._live = ((ids.shape[1], out.cache) if single else None), None
         finally:
             self._recording = False
 
@@ -120,7 +120,7 @@ class Calibration(AttentionPatch):
         if self._base is None or self._base[0] != past:
             ids = content_free_ids(self._vocab, past).to(device)
             out = decoder(input_ids=ids, position_ids=torch.arange(past, device=device)[None], use_cache=True)
-            self._base = (past, out.past_key_values)
+            self._base = (past, out.cache)
         return expanded(self._base[1], batch)
 
     def attend(self, module, query, key, value, attention_mask, **kwargs):
