@@ -44,14 +44,6 @@ class CopyingModel(torch.nn.Module):
         super().__init__()
         self.target, self.vocab = target, vocab
         self.dummy = torch.nn.Parameter(torch.zeros(1))
-        self.config = SimpleNamespace(get_text_config=SimpleNamespace)  # no final soft cap
-
-    # the scorer asks the decoder for hidden states and projects them itself: here they are the logits
-    def get_decoder(self):
-        return lambda **inputs: SimpleNamespace(last_hidden_state=self(**inputs).logits)
-
-    def get_output_embeddings(self):
-        return torch.nn.Identity()
 
     def forward(self, input_ids, attention_mask=None, logits_to_keep=0, **_):
         batch, width = input_ids.shape
