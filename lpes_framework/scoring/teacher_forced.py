@@ -10,8 +10,7 @@ import torch
 from ..registries import SCORERS
 from ..evaluation.results import ScoreRow
 from ..tasks.base import Encoded
-from . import (answer_scores, chunks, device_of, expanded, group_samples, hidden_states, left_pad, output_head,
-               prefix_cache, score_row, suffix_inputs)
+from . import answer_scores, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, score_row, suffix_inputs
 
 
 def answer_units(model, items: Sequence[Encoded], *, batch_size: int, pad_id: int, share_prefix: bool):
@@ -20,24 +19,24 @@ def answer_units(model, items: Sequence[Encoded], *, batch_size: int, pad_id: in
     caller set: the gradient job backpropagates each unit before asking for the next, so at most one
     context's graph is alive."""
     groups, alone = group_samples(items, share_prefix, key=lambda i: len(items[i].ids))
-    project = output_head(model)  # logits are made per answer, a chunk of columns at a time
     for idx in chunks(alone, batch_size):
         batch = [items[i] for i in idx]
         ids, mask, pos = left_pad([b.ids for b in batch], pad_id, device_of(model))
         keep = max(len(b.ids) - b.answer_start for b in batch) + 1
-        hidden = hidden_states(model, input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)[:, -keep:]
-        yield [(i, *scored) for i, scored in zip(idx, answer_scores(hidden, project, ids, batch, [ids.shape[1]] * len(batch)))]
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
+                       use_cache=False).logits
+        yield [(i, *scored) for i, scored in zip(idx, answer_scores(logits, ids, batch, [ids.shape[1]] * len(batch)))]
     for length, members in groups:
         cache = prefix_cache(model, items[members[0]].ids[:length])
         unit = []
         for idx in chunks(members, batch_size):
             batch = [items[i] for i in idx]
             ids, mask, pos, ends = suffix_inputs(batch, length, pad_id, device_of(model))
-            # columns from the earliest one any row needs (its last prompt token) to the end
+            # logits from the earliest column any row needs (its last prompt token) to the end
             keep = ids.shape[1] - min(e - (len(b.ids) - b.answer_start) - 1 for b, e in zip(batch, ends))
-            hidden = hidden_states(model, input_ids=ids, attention_mask=mask, position_ids=pos,
-                                   cache=expanded(cache, len(idx)), use_cache=True)[:, -keep:]
-            unit += [(i, *scored) for i, scored in zip(idx, answer_scores(hidden, project, ids, batch, ends))]
+            logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
+                           cache=expanded(cache, len(idx)), use_cache=True).logits
+            unit += [(i, *scored) for i, scored in zip(idx, answer_scores(logits, ids, batch, ends))]
         yield unit
 
 
