@@ -16,6 +16,7 @@ What the paper's patch does, and how it is done here without copying an attentio
 from __future__ import annotations
 
 import torch
+from transformers.models.llama.modeling_llama import rotate_half  # the rotation the models apply
 
 from lpes_framework.errors import LpesError
 from lpes_framework.position import build_scheme, rope_layout
@@ -25,11 +26,6 @@ from .channels import positional_channels
 
 # separate q/k projections without q/k norms (the delta is linear), full attention in every layer
 SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM")
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 class PosScale:
