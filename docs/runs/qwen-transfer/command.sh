@@ -9,7 +9,7 @@
 set -eo pipefail
 run=docs/runs/qwen-transfer
 files="methods.factors_files=[qwen2.5-coder-0.5b,docs/runs/qwen-competitors/posscale-best/best_factors.json,docs/runs/qwen-competitors/fim-best/best_factors.json]"
-COMMON="model=qwen2.5-0.5b split=test methods.uniform=[] threads=2 progress=false resume=true batch_size=10"
+COMMON="model=qwen2.5-0.5b split=test methods.uniform=[] threads=${THREADS:-2} progress=false resume=true batch_size=10"
 python -m lpes_framework.commands.evaluate $COMMON "$files" task=passkey task.layout=queries \
     task.samples_per_position=30 hydra.run.dir=$run/passkey
 [ -e $run/mdqa-capitals-20_docs.jsonl.gz ] || (cd $run && python make_mdqa_file.py)
