@@ -88,8 +88,10 @@ def test_generation_from_the_shared_prefix_equals_plain_generation(arch):
 
 
 @pytest.mark.parametrize("share", [True, False])
-def test_long_answers_normalised_a_few_columns_at_a_time_score_the_same(share, monkeypatch):
-    """Whole-window answers (perplexity) are log-softmaxed in column chunks: the rows are those of one call."""
+def test_long_answers_projected_a_few_columns_at_a_time_score_the_same(share, monkeypatch):
+    """Answers longer than LOGSOFTMAX_COLUMNS (perplexity windows) are projected to logits and log-softmaxed
+    in column chunks: the rows are those of one call, up to the rounding of a matrix product of another
+    shape; short answers (the queries here) keep the model's own head and are bit-identical."""
     import lpes_framework.scoring as scoring
 
     model = tiny_model("qwen2")
@@ -99,5 +101,39 @@ def test_long_answers_normalised_a_few_columns_at_a_time_score_the_same(share, m
     items += items_with_shared_contexts(model, contexts=1, queries=3)
     whole = score_teacher_forced(model, items, batch_size=2, share_prefix=share)
     monkeypatch.setattr(scoring, "LOGSOFTMAX_COLUMNS", 7)  # 59 scored tokens: 8 chunks, the last one short
-    assert score_teacher_forced(model, items, batch_size=2, share_prefix=share) == whole
+    chunked = score_teacher_forced(model, items, batch_size=2, share_prefix=share)
+    assert [(r.exact, r.first, r.tokens) for r in chunked] == [(r.exact, r.first, r.tokens) for r in whole]
+    for a, b in zip(chunked[:2], whole[:2]):
+        torch.testing.assert_close(torch.tensor(a.token_logprobs), torch.tensor(b.token_logprobs), rtol=1e-6, atol=1e-6)
+    assert chunked[2:] == whole[2:]
     assert whole[0].tokens == 59
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gemma3_text", "phi3"])
+def test_projected_scores_equal_log_softmax_of_the_models_own_logits(arch, monkeypatch):
+    """The projected path makes logits from hidden states itself: the log-probs are the model's own, final
+    soft cap included (set here on Gemma3)."""
+    import lpes_framework.scoring as scoring
+
+    monkeypatch.setattr(scoring, "LOGSOFTMAX_COLUMNS", 16)
+    extra = {"final_logit_softcapping": 5.0} if arch == "gemma3_text" else {}
+    model = tiny_model(arch, **extra)
+    window = torch.randint(3, 97, (40,), generator=torch.Generator().manual_seed(2)).tolist()
+    row = score_teacher_forced(model, [Encoded(window, 1, Sample(prompt="", answer="", position="all", draw=0))],
+                               share_prefix=False)[0]
+    with torch.no_grad():
+        logits = model(torch.tensor([window])).logits[0, :-1].float()
+    expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(window[1:])[:, None]).squeeze(-1)
+    torch.testing.assert_close(torch.tensor(row.token_logprobs), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_output_head_never_sees_more_than_a_chunk_of_a_long_answer(monkeypatch):
+    import lpes_framework.scoring as scoring
+
+    model = tiny_model("llama")
+    seen = []
+    model.lm_head.register_forward_hook(lambda module, args, out: seen.append(args[0].shape[-2]))
+    monkeypatch.setattr(scoring, "LOGSOFTMAX_COLUMNS", 16)
+    window = torch.randint(3, 97, (100,), generator=torch.Generator().manual_seed(3)).tolist()
+    score_teacher_forced(model, [Encoded(window, 1, Sample(prompt="", answer="", position="all", draw=0))])
+    assert seen and max(seen) <= 16 and sum(seen) == 99

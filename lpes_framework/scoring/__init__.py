@@ -92,18 +92,43 @@ def group_samples(items: Sequence[Encoded], share_prefix: bool, key) -> tuple[li
     return [g for g in groups if len(g[1]) > 1], alone
 
 
-LOGSOFTMAX_COLUMNS = 2048  # columns normalised at a time: a 16K window over a 49K vocabulary would need 3 GB more
+LOGSOFTMAX_COLUMNS = 2048  # logit columns made and normalised at a time: a 16K window over a 49K vocabulary
+# would need 3 GB of logits at once
 
 
-def answer_scores(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: list[int]):
+def output_head(model):
+    """hidden states -> logits as the model's own forward computes them: its output embedding, then the
+    final soft cap where the config sets one (Gemma)."""
+    head = model.get_output_embeddings()
+    cap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+
+    def project(hidden: torch.Tensor) -> torch.Tensor:
+        logits = head(hidden)
+        return torch.tanh(logits / cap) * cap if cap else logits
+
+    return project
+
+
+def answer_columns(model, keep: int, **inputs):
+    """(columns, project) for ``answer_scores``: the last ``keep`` columns' logits from the model's own
+    forward, or, past ``LOGSOFTMAX_COLUMNS`` columns (whole-window answers: perplexity), the decoder's last
+    hidden states and the ``output_head`` that makes their logits a chunk at a time, so that no forward
+    holds a window's worth of logits. Short answers keep the model's own head: its single matrix product
+    rounds the same at any thread count (a Ray worker's rows equal the driver's bit for bit), a product in
+    chunks does not."""
+    if keep <= LOGSOFTMAX_COLUMNS:
+        return model(**inputs, logits_to_keep=keep).logits, None
+    return model.get_decoder()(**inputs).last_hidden_state[:, -keep:], output_head(model)
+
+
+def answer_scores(columns: torch.Tensor, ids: torch.Tensor, batch: list[Encoded], ends: list[int], project=None):
     """(gold token log-probs, greedy hits) of each row of a batch: row r's answer is the ``span`` tokens of
-    ``ids`` ending at column ``ends[r]`` (exclusive); ``logits`` hold the last ``logits.shape[1]`` columns.
-    Only each answer's own columns are normalised, ``LOGSOFTMAX_COLUMNS`` at a time (each column's
-    log-softmax is its own, so the values are those of one whole-tensor call). The log-probs carry the
-    logits' gradient, if any."""
-    # half precision is raised to float32; a float64 model keeps float64 (the gradient tests' precision)
-    dtype = torch.promote_types(logits.dtype, torch.float32)
-    offset = ids.shape[1] - logits.shape[1]  # column of logits[:, 0]
+    ``ids`` ending at column ``ends[r]`` (exclusive); ``columns`` hold the last ``columns.shape[1]`` columns'
+    logits, or their hidden states when ``project`` turns hidden states into logits (``answer_columns``).
+    Only each answer's own columns are projected and normalised, ``LOGSOFTMAX_COLUMNS`` at a time (each
+    column's log-softmax is its own, so the values are those of one whole-tensor call). The log-probs carry
+    the columns' gradient, if any."""
+    offset = ids.shape[1] - columns.shape[1]  # column of columns[:, 0]
     out = []
     for row, (b, end) in enumerate(zip(batch, ends)):
         span = len(b.ids) - b.answer_start
@@ -112,7 +137,10 @@ def answer_scores(logits: torch.Tensor, ids: torch.Tensor, batch: list[Encoded],
         lps, hits = [], []
         for start in range(0, span, LOGSOFTMAX_COLUMNS):
             stop = min(start + LOGSOFTMAX_COLUMNS, span)
-            lp = torch.log_softmax(logits[row, first + start: first + stop].to(dtype), dim=-1)
+            logits = columns[row, first + start: first + stop]
+            logits = project(logits) if project else logits
+            # half precision is raised to float32; a float64 model keeps float64 (the gradient tests' precision)
+            lp = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
             lps.append(lp.gather(-1, gold[start:stop, None]).squeeze(-1))
             hits.append(lp.argmax(-1) == gold[start:stop])
         out.append((torch.cat(lps), torch.cat(hits)))

@@ -10,7 +10,7 @@ import torch
 from ..registries import SCORERS
 from ..evaluation.results import ScoreRow
 from ..tasks.base import Encoded
-from . import answer_scores, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, score_row, suffix_inputs
+from . import answer_columns, answer_scores, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, score_row, suffix_inputs
 
 
 def answer_units(model, items: Sequence[Encoded], *, batch_size: int, pad_id: int, share_prefix: bool):
@@ -23,20 +23,21 @@ def answer_units(model, items: Sequence[Encoded], *, batch_size: int, pad_id: in
         batch = [items[i] for i in idx]
         ids, mask, pos = left_pad([b.ids for b in batch], pad_id, device_of(model))
         keep = max(len(b.ids) - b.answer_start for b in batch) + 1
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
-                       use_cache=False).logits
-        yield [(i, *scored) for i, scored in zip(idx, answer_scores(logits, ids, batch, [ids.shape[1]] * len(batch)))]
+        columns, project = answer_columns(model, keep, input_ids=ids, attention_mask=mask, position_ids=pos,
+                                          use_cache=False)
+        yield [(i, *scored) for i, scored in
+               zip(idx, answer_scores(columns, ids, batch, [ids.shape[1]] * len(batch), project))]
     for length, members in groups:
         cache = prefix_cache(model, items[members[0]].ids[:length])
         unit = []
         for idx in chunks(members, batch_size):
             batch = [items[i] for i in idx]
             ids, mask, pos, ends = suffix_inputs(batch, length, pad_id, device_of(model))
-            # logits from the earliest column any row needs (its last prompt token) to the end
+            # columns from the earliest one any row needs (its last prompt token) to the end
             keep = ids.shape[1] - min(e - (len(b.ids) - b.answer_start) - 1 for b, e in zip(batch, ends))
-            logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep,
-                           cache=expanded(cache, len(idx)), use_cache=True).logits
-            unit += [(i, *scored) for i, scored in zip(idx, answer_scores(logits, ids, batch, ends))]
+            columns, project = answer_columns(model, keep, input_ids=ids, attention_mask=mask, position_ids=pos,
+                                              cache=expanded(cache, len(idx)), use_cache=True)
+            unit += [(i, *scored) for i, scored in zip(idx, answer_scores(columns, ids, batch, ends, project))]
         yield unit
 
 
