@@ -21,8 +21,8 @@ def scores(acc: dict) -> dict:
 
 
 class _Task:
-    def __init__(self, metric="accuracy", weight=1.0):
-        self.metric, self.weight = metric, weight
+    def __init__(self, metric="accuracy", weight=1.0, max_ratio=None):
+        self.metric, self.weight, self.max_ratio = metric, weight, max_ratio
 
 
 def test_unpatched_scores_zero():
@@ -71,6 +71,19 @@ def test_outcome_sums_weighted_tasks_and_keeps_perplexity_apart():
     assert out.retrieval == pytest.approx(2.0 * kv)
     assert out.fitness == pytest.approx(2.0 * kv + 0.5 * 0.1 * 0.5)
     assert out.perplexity == pytest.approx(math.exp(1.5))
+
+
+def test_a_guarded_perplexity_counts_only_past_its_ratio():
+    """max_ratio 1.02: a perplexity up to 2% worse than unpatched (or better) adds nothing, beyond it the
+    excess log-ratio is penalised like an end loss; the reward of the other task is untouched."""
+    tasks = {"kv": _Task(), "inside": _Task("perplexity", max_ratio=1.02)}
+    base = {"kv": scores({0: 1.0, 5: 0.5, 10: 1.0}), "inside": {"all": stats(0.0, -2.0)}}
+    kv = scores({0: 1.0, 5: 0.9, 10: 1.0})
+    for change in (0.3, 0.0, -0.01):  # better, equal, 1% worse
+        out = outcome({"kv": kv, "inside": {"all": stats(0.0, -2.0 + change)}}, base, tasks, W)
+        assert out.fitness == pytest.approx(0.4 * 2 / 4)
+    worse = outcome({"kv": kv, "inside": {"all": stats(0.0, -2.1)}}, base, tasks, W)  # 10.5% worse
+    assert worse.fitness == pytest.approx(0.4 * 2 / 4 - 2.0 * (0.1 - math.log(1.02)))
 
 
 def test_non_finite_scores_get_the_invalid_fitness():

@@ -142,7 +142,22 @@ def test_perplexity_windows_from_the_standard_librarys_source():
     assert task.settings()["source"] == "stdlib" and "source" not in pydoc.settings()  # default keys unchanged
 
 
+def test_perplexity_beyond_a_position_scores_the_rest_as_context():
+    """score_from: the same windows, only the tokens from that position on scored (the cache key says so; a
+    guard's max_ratio does not change the samples, so it is not in the key)."""
+    whole = TASKS.build({"name": "perplexity", "window_tokens": 64, "windows": 2})
+    beyond = TASKS.build({"name": "perplexity", "window_tokens": 64, "windows": 2, "score_from": 48})
+    guard = TASKS.build({"name": "perplexity", "window_tokens": 64, "windows": 2, "max_ratio": 1.02})
+    a, b = whole.encode("test", CharTokenizer()), beyond.encode("test", CharTokenizer())
+    assert [e.ids for e in a] == [e.ids for e in b]
+    assert {e.answer_start for e in a} == {1} and {e.answer_start for e in b} == {48}
+    assert beyond.settings()["score_from"] == 48 and "score_from" not in whole.settings()
+    assert guard.settings() == whole.settings() and guard.max_ratio == 1.02 and whole.max_ratio is None
+
+
 @pytest.mark.parametrize("cfg,match", [
+    ({"name": "perplexity", "window_tokens": 64, "score_from": 64}, r"score_from must be in \[1, window_tokens\)"),
+    ({"name": "perplexity", "max_ratio": 0.9}, "max_ratio must be a number >= 1"),
     ({"name": "kv_retrieval", "pairs": 5, "gold_positions": [0, 5]}, r"must lie in \[0, 4\]"),
     ({"name": "kv_retrieval", "key_kind": "guid"}, "key_kind"),
     ({"name": "passkey", "depths": [0, 120]}, "percentages"),

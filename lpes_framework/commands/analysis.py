@@ -152,42 +152,59 @@ def bucket_logprobs(rows: Sequence[ScoreRow], edges: Sequence[int]) -> np.ndarra
     return out
 
 
+def bucket_perplexity(sums: np.ndarray, picks: np.ndarray | None = None) -> np.ndarray:
+    """exp(-token-weighted mean log-prob) per bucket of ``bucket_logprobs`` sums, over all windows or,
+    with ``picks`` (resamples x windows), once per resample."""
+    total, n = (sums[0], sums[1]) if picks is None else (sums[0][picks], sums[1][picks])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.exp(-total.sum(-2) / n.sum(-2))
+
+
+def window_picks(windows: int, resamples: int = 2000, seed: int = 0) -> np.ndarray:
+    """Bootstrap resamples of the windows (resamples x windows indices), shared by every method so that
+    intervals of ratios are paired over the same texts."""
+    return np.random.default_rng(seed).integers(windows, size=(resamples, windows))
+
+
+def bucket_ratio(sums: np.ndarray, ref: np.ndarray, picks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ratio, 95% low, 95% high) per bucket of one method's perplexity over another's on the same windows."""
+    boot = bucket_perplexity(sums, picks) / bucket_perplexity(ref, picks)
+    low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+    return bucket_perplexity(sums) / bucket_perplexity(ref), low, high
+
+
+def same_windows(rows: Rows) -> list[int]:
+    """The windows every method scored (the same texts in the same order, or an error)."""
+    methods = list(rows)
+    windows = [r.draw for r in rows[methods[0]]]
+    for m in methods:
+        if [r.draw for r in rows[m]] != windows:
+            raise LpesError(f"{m}: scored other windows than {methods[0]}; perplexity needs the same texts")
+    return windows
+
+
 def bucket_table(rows: Rows, edges: Sequence[int], versus_method: str | None = None, *, resamples: int = 2000,
                  seed: int = 0) -> list[str]:
     """Perplexity of every method per position bucket (95% interval over windows), and with
     ``versus_method`` each method's perplexity ratio to it per bucket (paired over windows: the same
     texts). Buckets no window reaches are left out."""
-    methods = list(rows)
     if versus_method is not None and versus_method not in rows:
         raise LpesError(f"no method {versus_method!r} among {sorted(rows)}")
-    windows = [r.draw for r in rows[methods[0]]]
-    for m in methods:
-        if [r.draw for r in rows[m]] != windows:
-            raise LpesError(f"{m}: scored other windows than {methods[0]}; perplexity needs the same texts")
-    sums = {m: bucket_logprobs(rows[m], edges) for m in methods}
-    counts = sums[methods[0]][1]
-    reached = counts.sum(0) > 0
-    picks = np.random.default_rng(seed).integers(len(windows), size=(resamples, len(windows)))
-
-    def ppl(total: np.ndarray, n: np.ndarray) -> np.ndarray:  # exp(-token-weighted mean log-prob) per bucket
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.exp(-total.sum(-2) / n.sum(-2))
-
+    windows = same_windows(rows)
+    sums = {m: bucket_logprobs(per, edges) for m, per in rows.items()}
+    reached = np.flatnonzero(next(iter(sums.values()))[1].sum(0) > 0)
+    picks = window_picks(len(windows), resamples, seed)
     labels = [f"{a}-{b}" for a, b in zip(edges[:-1], edges[1:])]
     lines = [f"perplexity by position bucket ({len(windows)} windows; 95% interval over windows)"]
-    for m in methods:
-        point, boot = ppl(*sums[m]), ppl(sums[m][0][picks], sums[m][1][picks])
-        low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-        lines.append(f"{m}: " + "  ".join(f"{labels[i]}: {point[i]:.3f} [{low[i]:.3f}, {high[i]:.3f}]"
-                                           for i in np.flatnonzero(reached)))
+    for m, own in sums.items():
+        point = bucket_perplexity(own)
+        low, high = np.percentile(bucket_perplexity(own, picks), [2.5, 97.5], axis=0)
+        lines.append(f"{m}: " + "  ".join(f"{labels[i]}: {point[i]:.3f} [{low[i]:.3f}, {high[i]:.3f}]" for i in reached))
     if versus_method is not None:
-        ref = sums[versus_method]
-        for m in (m for m in methods if m != versus_method):
-            point = ppl(*sums[m]) / ppl(*ref)
-            boot = ppl(sums[m][0][picks], counts[picks]) / ppl(ref[0][picks], counts[picks])
-            low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+        for m in (m for m in sums if m != versus_method):
+            point, low, high = bucket_ratio(sums[m], sums[versus_method], picks)
             lines.append(f"{m} / {versus_method}: " + "  ".join(
-                f"{labels[i]}: {point[i]:.4f} [{low[i]:.4f}, {high[i]:.4f}]" for i in np.flatnonzero(reached)))
+                f"{labels[i]}: {point[i]:.4f} [{low[i]:.4f}, {high[i]:.4f}]" for i in reached))
     return lines
 
 

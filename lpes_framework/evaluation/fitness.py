@@ -9,7 +9,9 @@ the task's gold positions, so the order they are listed in does not matter):
     task     = sum_p w_p (q_p - q_p^base) / sum_p w_p
                - end_penalty * sum_{p in {min, max}} max(0, q_p^base - q_p)
 
-Perplexity tasks contribute ``logprob_weight`` times the change of their mean token log-prob. The
+Perplexity tasks contribute ``logprob_weight`` times the change of their mean token log-prob, or, when
+they set ``max_ratio`` (a guard: "at most 2% worse than unpatched" is 1.02), nothing until their
+perplexity ratio to unpatched passes it and ``end_penalty`` times the excess log-ratio beyond. The
 fitness is the task-weighted sum, so the unpatched model scores exactly 0. A candidate whose scores
 are NaN or infinite gets ``invalid_fitness`` instead of crashing the search.
 """
@@ -80,9 +82,12 @@ def end_positions(positions) -> set[str]:
     return {min(depth, key=depth.get), max(depth, key=depth.get)} if len(depth) > 1 else set()
 
 
-def task_score(scores, base, weights: FitnessWeights) -> float:
+def task_score(scores, base, weights: FitnessWeights, max_ratio: float | None = None) -> float:
     if whole_text(base):
-        return weights.logprob_weight * (scores[WHOLE_TEXT].logprob - base[WHOLE_TEXT].logprob)
+        change = scores[WHOLE_TEXT].logprob - base[WHOLE_TEXT].logprob  # minus the log perplexity ratio
+        if max_ratio is None:
+            return weights.logprob_weight * change
+        return -weights.end_penalty * max(0.0, -change - math.log(max_ratio))
     w = depth_weights(base, weights)
     total = sum(wp * (quality(scores[p], weights) - quality(base[p], weights)) for p, wp in w.items())
     loss = sum(max(0.0, quality(base[p], weights) - quality(scores[p], weights)) for p in end_positions(base))
@@ -90,7 +95,8 @@ def task_score(scores, base, weights: FitnessWeights) -> float:
 
 
 def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> Outcome:
-    weighted = {n: t.weight * task_score(scores[n], baseline[n], weights) for n, t in tasks.items()}
+    weighted = {n: t.weight * task_score(scores[n], baseline[n], weights, getattr(t, "max_ratio", None))
+                for n, t in tasks.items()}
     retrieval = sum(v for n, v in weighted.items() if tasks[n].metric != "perplexity")
     ppl = [stats.perplexity for n, t in tasks.items() if t.metric == "perplexity" for stats in scores[n].values()]
     perplexity = sum(ppl) / len(ppl) if ppl else math.nan

@@ -5,12 +5,14 @@
 # Methods, each at factor 1 in every layer under its own scheme (methods.schemes): the unpatched model (raw
 # extrapolation), uniform PI at L / L_train, dynamic NTK (pos=ntk's rule beyond the window), YaRN at
 # L / L_train with its attention scaling. Then perplexity by 2K bucket with paired ratios to dynamic NTK.
-# Not run yet: a 16K forward is estimated at 1.5-4 min on the 2 cores (DESIGN.md 5h); resumable (resume=true).
+# Lengths as arguments (default both); the regime is bench/extrapolation.py's, so the bench reuses these rows.
+# Resumable (resume=true). THREADS sets the torch threads (default 2).
 set -eo pipefail
 run=docs/runs/smollm2-extrapolation
-for length in 12288 16384; do
+for length in ${@:-12288 16384}; do
     factor=$(python -c "print($length / 8192)")
-    python -m lpes_framework.commands.evaluate model=smollm2 split=test threads=2 progress=false resume=true \
+    python -m lpes_framework.commands.evaluate model=smollm2 split=test threads=${THREADS:-2} progress=false resume=true \
+        allow_beyond_trained=true \
         task=perplexity task.source=stdlib task.window_tokens=$length task.windows=3 \
         +task@extra_tasks.passkey=passkey extra_tasks.passkey.context_tokens=$length \
         extra_tasks.passkey.layout=queries extra_tasks.passkey.samples_per_position=2 methods.uniform=[] \

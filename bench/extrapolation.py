@@ -1,0 +1,87 @@
+"""Layer-specific extrapolation against the best uniform one, beyond the embedded SmolLM2's trained window
+(8,192 tokens), on its test split: perplexity of the standard library's source in windows of ``--length``
+tokens, split into the tokens inside the trained window and those beyond it, and the labelled passkey
+(queries layout: a key at each of 5 depths of one haystack of ``--length`` tokens), all through the
+evaluate command's own code. Methods: the unpatched model, uniform PI and YaRN at L / L_train, dynamic NTK,
+and the layer-specific factors file. The best uniform is the one with the lowest perplexity beyond the
+window; intervals are paired bootstraps over windows. With the committed ``--out`` folder the baselines'
+rows are reused (rows are cut to the first ``--windows`` / ``--passkeys`` draws), so the default run only
+scores the factors file. Last line:
+beyond_ppl_ratio=<layer-specific / best uniform, beyond the window> ci_high=<upper 95% bound of it>
+inside_ppl_ratio=<layer-specific / unpatched, inside the window> passkey_delta=<points vs the best uniform>.
+Targets: ci_high < 1, inside_ppl_ratio <= 1.02, passkey_delta >= 0."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import common  # noqa: F401  (puts the repository on the path)
+
+RUN = Path("docs/runs/smollm2-extrapolation")
+DEFAULT_FACTORS = RUN / "search-pi" / "best_factors.json"
+UNIFORM = ("pi", "dynamic-ntk", "yarn")
+
+
+def evaluate(factors: str, length: int, windows: int, passkeys: int, threads: int,
+             out: Path | None) -> tuple[dict, str, dict]:
+    """(evaluate payload, the factors file's method name, each method's perplexity rows): every method on
+    ``windows`` perplexity windows and ``passkeys`` passkey haystacks of ``length`` tokens."""
+    from lpes_framework.commands.evaluate import file_method_names, logged_rows, run_evaluate
+    from lpes_framework.config import compose_config
+    from lpes_framework.errors import LpesError
+
+    factor = length / 8192
+    cfg = compose_config("evaluate", [
+        "model=smollm2", "split=test", f"threads={threads}", "progress=false", "resume=true",
+        "allow_beyond_trained=true", "task=perplexity", "task.source=stdlib", f"task.window_tokens={length}",
+        f"task.windows={windows}", "+task@extra_tasks.passkey=passkey", f"extra_tasks.passkey.context_tokens={length}",
+        "extra_tasks.passkey.layout=queries", f"extra_tasks.passkey.samples_per_position={passkeys}",
+        "methods.uniform=[]", f"methods.factors_files=[{factors}]", f"+methods.schemes.pi={{name:pi,global_factor:{factor}}}",
+        "+methods.schemes.dynamic-ntk={name:ntk}", f"+methods.schemes.yarn={{name:yarn,global_factor:{factor}}}"])
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = out or Path(tmp)
+        try:
+            payload = run_evaluate(cfg, folder)
+        except LpesError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        logged = logged_rows(folder)  # the folder may hold more windows than asked for: the first ones count
+        rows = {m: [r for r in logged[m]["perplexity"] if r.draw < windows] for m in payload["methods"]}
+    return payload, file_method_names([factors])[factors], rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--factors", default=str(DEFAULT_FACTORS), help="layer-specific factors file or preset")
+    parser.add_argument("--length", type=int, default=12288, help="tokens per window and haystack (> 8192)")
+    parser.add_argument("--windows", type=int, default=3, help="perplexity windows")
+    parser.add_argument("--passkeys", type=int, default=2, help="passkey haystacks (5 depths each)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="evaluate folder whose rows are reused (default: the committed "
+                        "run of this length, docs/runs/smollm2-extrapolation/<length>)")
+    args = parser.parse_args()
+    if args.length <= 8192:
+        raise SystemExit(f"error: --length must exceed the trained window of 8192 tokens, got {args.length}")
+    from lpes_framework.commands.analysis import bucket_logprobs, bucket_perplexity, bucket_ratio, window_picks
+
+    out = args.out or RUN / str(args.length)
+    payload, name, rows = evaluate(args.factors, args.length, args.windows, args.passkeys, args.threads, out)
+    sums = {m: bucket_logprobs(per, [0, 8192, args.length]) for m, per in rows.items()}
+    ppl = {m: bucket_perplexity(s) for m, s in sums.items()}
+    best = min(UNIFORM, key=lambda m: ppl[m][1])
+    picks = window_picks(args.windows)
+    beyond, low, high = (v[1] for v in bucket_ratio(sums[name], sums[best], picks))
+    inside = bucket_ratio(sums[name], sums["unpatched"], picks)[0][0]
+    passkey = {m: 100 * sum(s["accuracy"] for s in payload["methods"][m]["scores"]["passkey"].values())
+               / len(payload["methods"][m]["scores"]["passkey"]) for m in rows}
+    print(f"{'method':36} {'ppl 0-8K':>9} {'ppl 8K-' + str(args.length // 1024) + 'K':>10} {'passkey %':>10}")
+    for m in rows:
+        print(f"{m:36} {ppl[m][0]:9.3f} {ppl[m][1]:10.3f} {passkey[m]:10.1f}")
+    print(f"best uniform beyond the window: {best}; {name} / {best} beyond: {beyond:.4f} [{low:.4f}, {high:.4f}]")
+    print(f"beyond_ppl_ratio={beyond:.4f} ci_high={high:.4f} inside_ppl_ratio={inside:.4f} "
+          f"passkey_delta={passkey[name] - passkey[best]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
