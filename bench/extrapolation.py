@@ -20,7 +20,7 @@ from pathlib import Path
 import common  # noqa: F401  (puts the repository on the path)
 
 RUN = Path("docs/runs/smollm2-extrapolation")
-DEFAULT_FACTORS = RUN / "search-pi" / "best_factors.json"
+DEFAULT_FACTORS = RUN / "search-ntk" / "best_factors.json"
 UNIFORM = ("pi", "dynamic-ntk", "yarn")
 
 
