@@ -216,15 +216,61 @@ def test_the_cosine_schedule_falls_from_lr_to_lr_min_within_each_restart():
     (["optimizer.betas=[0.9,1.0]"], "betas must be two numbers in [0, 1)"),
     (["optimizer.schedule=linear"], "schedule must be one of constant, cosine, got 'linear'"),
     (["optimizer.schedule=cosine", "optimizer.lr_min=0.5"], "lr_min must lie in [0, lr=0.05], got 0.5"),
-    (["+extra_tasks.ppl={name:perplexity,window_tokens:64,windows:1,weight:1.0}"], "perplexity task with weight != 0"),
+    # a text of 1,000 words: a few 256-token windows, fewer than the 2 fixed + 4 steps x 2 minibatch draws
+    (["+extra_tasks.ppl={name:perplexity,files:[TEXT],window_tokens:256,windows:1,weight:1.0}"],
+     "too few for draw 9; the gradient optimizer draws fresh minibatches"),
 ])
 def test_bad_gradient_settings_are_refused_before_the_model_loads(overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load
     from lpes_framework.commands.search import run_search
 
+    text = tmp_path / "text.txt"
+    text.write_text(" ".join(f"word{i}" for i in range(1000)))
+    overrides = [o.replace("TEXT", str(text)) for o in overrides]
     monkeypatch.setattr(load, "load_model", lambda *_, **__: pytest.fail("the model loaded"))
     with pytest.raises(LpesError, match=re.escape(message)):
-        run_search(compose_config("config", [*GRADIENT, *overrides]), tmp_path)
+        run_search(compose_config("config", [*GRADIENT, *overrides]), tmp_path / "run")
+
+
+def test_a_perplexity_task_enters_the_objective_as_it_enters_the_fitness():
+    """Rewarded: the objective is the fitness's term, logprob_weight x the change of the windows' mean
+    log-prob. Guarded (max_ratio): nothing while every window is within the ratio, the fitness's guard per
+    window past it, with a gradient that is the central finite difference."""
+    from lpes_framework.evaluation.fitness import task_score
+    from lpes_framework.evaluation.results import by_position
+    from lpes_framework.tasks.base import WHOLE_TEXT
+
+    model = tiny_model("llama", layers=4, max_positions=256).double()
+    rng = np.random.default_rng(3)
+    windows = [Encoded(ids=rng.integers(3, 90, size=100).tolist(), answer_start=1,
+                       sample=Sample(prompt="", answer="", position=WHOLE_TEXT, draw=j)) for j in range(2)]
+    curve, scheme = build_curve({"name": "free", "low": 0.5, "high": 3.0}, 4), build_scheme({"name": "pi"})
+    weights = FitnessWeights(logprob_weight=0.5, end_penalty=3.0)
+    with torch.no_grad():
+        baseline = score_teacher_forced(model, windows, batch_size=2)
+    genes = np.array([0.6, 1.4, 2.5, 0.9])
+
+    def run(max_ratio, at=genes):
+        coefficients = sample_coefficients({WHOLE_TEXT}, 1.0, weights, per_position=2, max_ratio=max_ratio)
+        return objective(model, windows, at, curve, scheme, baseline, coefficients)
+
+    value, _, rows = run(None)
+    assert value == pytest.approx(task_score(by_position(rows["kv"]), by_position(baseline), weights), rel=1e-9)
+    losses = [b.logprob - r.logprob for r, b in zip(rows["kv"], baseline)]
+    assert min(losses) > 0  # these factors hurt both windows: the guard has something to act on
+    value, _, _ = run(np.exp(max(losses)) * 1.01)
+    assert value == 0.0
+    ratio = np.exp(min(losses) / 2)
+    value, grad, _ = run(ratio)
+    assert value == pytest.approx(-3.0 / 2 * sum(max(0.0, x - np.log(ratio)) for x in losses), rel=1e-9)
+    eps = 1e-4
+    for k in range(4):
+        up, down = genes.copy(), genes.copy()
+        up[k] += eps
+        down[k] -= eps
+        fd = (run(ratio, up)[0] - run(ratio, down)[0]) / (2 * eps)
+        assert grad[k] == pytest.approx(fd, rel=0.02, abs=0.02 * np.abs(grad).max())
+    assert np.abs(grad).max() > 0  # the check above is not vacuous
 
 
 def test_a_scheme_or_curve_without_a_gradient_is_one_line(tmp_path, monkeypatch):

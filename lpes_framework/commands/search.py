@@ -81,6 +81,8 @@ class Search:
                         "tasks": {k: t.settings() for k, t in self.tasks.items()}}
         # prompts are tokenised and measured against the model's window before any weights load
         self.sample_sets = encode_splits(cfg, self.tasks, SPLITS)
+        if self.gradient:
+            self._check_minibatch_draws()
         self.store = RunStore(self.out)
         # held from before the "already holds a search" check to the end, so two runs started together
         # in one folder cannot both pass it and interleave their records
@@ -90,16 +92,22 @@ class Search:
         self._restore_or_refuse(cfg.resume)
 
     def _check_gradient_search(self) -> None:
-        """optimizer=gradient: a differentiable scheme and curve, retrieval tasks, a start in bounds."""
+        """optimizer=gradient: a differentiable scheme and curve, a start in bounds."""
         require_gradient(self.scheme)
         if not self.curve.differentiable():
             raise LpesError(f"curve={self.curve.name} maps genes to factors without a gradient (its shape is not "
                             "written in torch); optimizer=gradient needs a differentiable curve: use optimizer=ga")
-        weighted = [k for k, t in self.tasks.items() if t.metric == "perplexity" and t.weight != 0]
-        if weighted:
-            raise LpesError(f"optimizer=gradient optimises retrieval tasks; task {weighted[0]} is a perplexity task "
-                            "with weight != 0 (set its weight to 0 or use optimizer=ga)")
         self.optimizer.begin(start_genes(self.optimizer.start, self.curve))
+
+    def _check_minibatch_draws(self) -> None:
+        """optimizer=gradient: the last minibatch draw exists in every task (texts and files hold a finite
+        number of windows and records), checked now rather than when the search reaches it."""
+        opt = self.optimizer
+        last = self.fixed_contexts + opt.restarts * opt.steps * opt.contexts_per_step - 1
+        tokenizer = self.sample_sets["search"].tokenizer
+        for task in self.tasks.values():
+            if task.weight != 0:
+                task.with_draws([last]).encode("search", tokenizer)
 
     def _restore_or_refuse(self, resume: bool) -> None:
         if resume and not self.store.has_run():

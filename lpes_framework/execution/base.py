@@ -172,12 +172,15 @@ class Worker:
         from ..scoring.gradient import GradientResult, sample_coefficients, value_and_gradient
 
         start = time.perf_counter()
-        minibatch = self.sample_sets[job.split].with_draws(job.draws, keep=lambda task: task.metric != "perplexity")
+        # a task of weight 0 (NSGA-II's perplexity objective) adds nothing to the objective: not scored
+        minibatch = self.sample_sets[job.split].with_draws(job.draws, keep=lambda task: task.weight != 0)
         baseline = minibatch.rows(self.model, desc="minibatch")
         middle = time.perf_counter()
         weights = FitnessWeights(**job.weights)
         coefficients = {task: sample_coefficients({str(r.position) for r in rows}, minibatch.tasks[task].weight,
-                                                  weights, job.per_position) for task, rows in baseline.items()}
+                                                  weights, job.per_position,
+                                                  getattr(minibatch.tasks[task], "max_ratio", None))
+                        for task, rows in baseline.items()}
         value, gradient, rows = value_and_gradient(
             self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve),
             self.scheme(job.scheme), batch_size=minibatch.batch_size, pad_id=minibatch.tokenizer.pad_token_id,

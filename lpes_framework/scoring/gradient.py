@@ -14,6 +14,10 @@ context's graph alive at a time, whatever the minibatch size) and lets Ray worke
 of the contexts and simply add their gradients. It is the stricter guard (a mean can hide losses
 that samples cannot), and both are 0 at the unpatched model.
 
+A perplexity task (one window per sample, lp its mean token log-prob) adds ``a * logprob_weight / n *
+(lp - lp0)``, the fitness's term; a guarded one (``max_ratio``) adds ``-a * end_penalty / n *
+max(0, lp0 - lp - log max_ratio)`` instead, its guard per window.
+
 Genes -> factors -> tables go through the curve's and the scheme's torch code (``Curve.factors_tensor``,
 ``TracedScaling``); each unit of work (a shared prefix with all its questions, or a batch of prompts
 that share nothing) is backpropagated to a leaf holding the layer factors, and the factors' gradient
@@ -22,6 +26,7 @@ is carried to the genes once at the end.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -30,7 +35,7 @@ import torch
 
 from ..errors import LpesError
 from ..evaluation.results import ScoreRow
-from ..tasks.base import Encoded
+from ..tasks.base import WHOLE_TEXT, Encoded
 from . import score_row
 from .teacher_forced import answer_units
 
@@ -62,16 +67,24 @@ class GradientResult:
                               seconds={k: max(p.seconds.get(k, 0.0) for p in parts) for k in ("baseline", "gradient")})
 
 
-def sample_coefficients(labels, task_weight: float, weights, per_position: int) -> dict[str, tuple[float, float]]:
-    """Per gold position label: (coefficient of lp - lp0, coefficient of the end guard max(0, lp0 - lp)).
-    Depth weights and end positions are the fitness's own."""
+def sample_coefficients(labels, task_weight: float, weights, per_position: int,
+                        max_ratio: float | None = None) -> dict[str, tuple[float, float, float]]:
+    """Per gold position label: (coefficient of lp - lp0, coefficient of the guard max(0, lp0 - lp - slack),
+    slack). Depth weights and end positions are the fitness's own. A whole-text task (perplexity: one label)
+    has its log-prob change rewarded, or, with a ``max_ratio`` guard, only a loss past log(max_ratio) is
+    penalised, by ``end_penalty`` (the fitness's guard, per window as the end guard is per sample)."""
     from ..evaluation.fitness import depth_weights, end_positions
 
+    scale = task_weight / per_position
+    if max_ratio is not None:
+        return {p: (0.0, scale * weights.end_penalty, math.log(max_ratio)) for p in labels}
+    scale *= weights.logprob_weight
+    if list(labels) == [WHOLE_TEXT]:
+        return {WHOLE_TEXT: (scale, 0.0, 0.0)}
     w = depth_weights(labels, weights)
     norm = sum(w.values())
-    scale = task_weight * weights.logprob_weight / per_position
     ends = end_positions(labels)
-    return {p: (scale * wp / norm, scale * weights.end_penalty if p in ends else 0.0) for p, wp in w.items()}
+    return {p: (scale * wp / norm, scale * weights.end_penalty if p in ends else 0.0, 0.0) for p, wp in w.items()}
 
 
 class frozen_weights:
@@ -110,10 +123,10 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
                 terms = []
                 for i, token_lp, hits in unit:
                     out[i] = score_row(items[i], token_lp, hits)
-                    gain, guard = coef[str(items[i].sample.position)]
+                    gain, guard, slack = coef[str(items[i].sample.position)]
                     lp0 = base[i].logprob
                     lp = token_lp.mean()
-                    terms.append(gain * (lp - lp0) - guard * torch.relu(lp0 - lp))
+                    terms.append(gain * (lp - lp0) - guard * torch.relu(lp0 - lp - slack))
                 unit_value = torch.stack(terms).sum()
                 if not torch.isfinite(unit_value):
                     raise LpesError(f"{task}: the objective is not finite at factors {leaf.detach().tolist()}")
