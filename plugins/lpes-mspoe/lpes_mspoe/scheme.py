@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import torch
+from transformers.models.llama.modeling_llama import rotate_half  # the rotation the models apply
 
 from lpes_framework.errors import LpesError
 from lpes_framework.position import PatchHandle, rope_layout, rotary_tables, validate_factors
@@ -11,11 +12,6 @@ from lpes_framework.tasks import FILLER
 
 ORDERS = ("position_awareness", "sequential")
 RECENT = 16
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 class MsPoE:
