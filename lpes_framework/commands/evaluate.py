@@ -58,7 +58,6 @@ def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | N
         methods[uniform_method_name(scheme_cfg["name"], s)] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
     for path, name in file_method_names(m.factors_files or []).items():
         record = load_checked(path, info, bool(cfg.allow_foreign))
-        check_scheme_for(build_scheme(record["scheme"]), info)
         methods[name] = (record["factors"], record["scheme"])
     for name, options in (m.schemes or {}).items():  # a competitor's settings, at factor 1 in every layer
         options = plain(options)

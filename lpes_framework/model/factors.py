@@ -29,7 +29,7 @@ from typing import Any
 from ..io import jsonio
 from ..io.atomic import write_atomic
 from ..errors import LpesError
-from ..position import LayerScaling, apply_layer_scaling, build_scheme, validate_factors
+from ..position import LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, validate_factors
 
 SCHEMA = "lpes.factors"
 VERSION = 1
@@ -130,8 +130,9 @@ def apply_factors_file(model, path: str | os.PathLike, allow_foreign: bool = Fal
 
 
 def load_checked(path: str | os.PathLike, info, allow_foreign: bool = False) -> dict:
-    """A factors file checked against a model's identity (``models.identify``, read before its weights) and
-    its layer count: what the commands call before they load anything."""
+    """A factors file checked against a model's identity (``models.identify``, read before its weights), its
+    layer count and its scheme's own refusals of the model (``check_scheme_for``): what the commands call
+    before they load anything."""
     source = str(resolve_factors(path))
     record = load_factors(path)
     check_identity(record, info, source, allow_foreign)
@@ -139,7 +140,7 @@ def load_checked(path: str | os.PathLike, info, allow_foreign: bool = False) -> 
         validate_factors(record["factors"], info.n_layers)
     except LpesError as exc:
         raise LpesError(f"{source}: {exc}") from None
-    build_scheme(record["scheme"])  # a file's scheme options are checked before the model loads
+    check_scheme_for(build_scheme(record["scheme"]), info)  # bad options or an unsupported model, before it loads
     return record
 
 
