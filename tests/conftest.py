@@ -89,3 +89,16 @@ def read_jsonl(path):
     import json
 
     return [json.loads(line) for line in open(path)]
+
+
+class CharTokenizer:
+    """A tiny byte-level tokenizer: enough for tasks and scoring without any download."""
+
+    pad_token_id = 0
+    chat_template = None
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [min(b, 96) for b in text.encode()]}
+
+    def decode(self, ids, skip_special_tokens=True):
+        return bytes(i for i in ids if i > 2).decode(errors="replace")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CharTokenizer
 from lpes_framework.commands.cli import plain, task_specs
 from lpes_framework.config import compose_config
 from lpes_framework.position.curves import build_curve
@@ -71,8 +72,9 @@ def check_built(group: str, option: str, cfg, built) -> None:
     elif group == "task":
         spec = task_specs(cfg)[option]  # every option the YAML sets is the task's (windows: its sample count)
         described = built.settings() | {"windows": built.samples_per_position}
-        if option == "perplexity":  # its default source stays out of the settings (older runs' cache keys)
-            described["source"] = built.source
+        if option == "perplexity":  # its defaults stay out of the settings (older runs' cache keys), and its
+            # guard changes the fitness, not the samples
+            described |= {"source": built.source, "score_from": built.score_from, "max_ratio": built.max_ratio}
         assert built.name == option and set(spec) <= set(described)
         assert {k: described[k] for k in spec} == spec
     elif group in ("logger", "executor"):
@@ -107,8 +109,12 @@ def test_every_experiment_builds_its_scheme_curve_optimizer_and_tasks(experiment
     check_built("pos", cfg.pos.name, cfg, build("pos", cfg))
     for spec in task_specs(cfg).values():
         task = TASKS.build(spec)
-        assert task.name == spec["name"] and len(task.samples("search")) == len(task.gold_positions) * \
-            task.samples_per_position
+        if task.metric == "perplexity":  # windows of a text, not samples by gold position
+            assert len(task.encode("search", CharTokenizer())) == task.samples_per_position
+        else:  # gold positions, or a needle task's depths
+            positions = getattr(task, "gold_positions", None) or task.depths
+            assert len(task.samples("search", CharTokenizer())) == len(positions) * task.samples_per_position
+        assert task.name == spec["name"]
     layers = HUB_LAYERS.get(cfg.model.name_or_path) or n_layers(cfg)
     curve = build_curve(plain(cfg.curve), layers)
     optimizer = build_optimizer(plain(cfg.optimizer), curve, 0)

@@ -6,26 +6,13 @@ import json
 import pytest
 import torch
 
-from conftest import tiny_model
+from conftest import CharTokenizer, tiny_model
 from lpes_framework.errors import LpesError
 from lpes_framework.evaluation.results import ScoreRow, by_position, wilson
 from lpes_framework.scoring.generate import score_generate
 from lpes_framework.scoring.teacher_forced import score_teacher_forced
 from lpes_framework.tasks import TASKS
 from lpes_framework.tasks.base import Encoded, Sample
-
-
-class CharTokenizer:
-    """A tiny byte-level tokenizer: enough for tasks and scoring without any download."""
-
-    pad_token_id = 0
-    chat_template = None
-
-    def __call__(self, text, add_special_tokens=False):
-        return {"input_ids": [min(b, 96) for b in text.encode()]}
-
-    def decode(self, ids, skip_special_tokens=True):
-        return bytes(i for i in ids if i > 2).decode(errors="replace")
 
 
 def kv(**kw):

@@ -65,6 +65,11 @@ class Perplexity(Task):
         self._score_from = score_from
 
     @property
+    def score_from(self) -> int:
+        """The first scored position of a window (1: all but the first token)."""
+        return self._score_from
+
+    @property
     def max_ratio(self) -> float | None:
         """The search's guard: a perplexity ratio to unpatched above which a candidate is penalised, and
         below which this task adds nothing to the fitness (``evaluation.fitness``); None rewards the log-prob."""
