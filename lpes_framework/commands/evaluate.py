@@ -137,7 +137,7 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     info = identify(cfg.model)
     check_scheme_for(scheme, info)
     methods = plan_methods(cfg, scheme_cfg, info)
-    sample_sets = encode_splits(cfg, tasks, [cfg.split])  # prompts checked before any weights load
+    sample_sets = encode_splits(cfg, tasks, [cfg.split], info=info)  # prompts checked before any weights load
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = RunSpec(command="evaluate", config=plain(cfg), model=info.as_dict())
     with RunLock(out_dir):

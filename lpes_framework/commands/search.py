@@ -80,7 +80,7 @@ class Search:
                         "scoring": cfg.scoring, "share_prefix": cfg.share_prefix,
                         "tasks": {k: t.settings() for k, t in self.tasks.items()}}
         # prompts are tokenised and measured against the model's window before any weights load
-        self.sample_sets = encode_splits(cfg, self.tasks, SPLITS)
+        self.sample_sets = encode_splits(cfg, self.tasks, SPLITS, info=self.shape)
         if self.gradient:
             self._check_minibatch_draws()
         self.store = RunStore(self.out)

@@ -109,13 +109,13 @@ class SampleSet:
                     for name, items in self.encoded.items()}
 
 
-def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None) -> dict:
+def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None, info=None) -> dict:
     """One SampleSet per split: the tasks' samples tokenised and checked against the model's window
-    (tokenizer and config only: no weights)."""
+    (tokenizer and config only: no weights; ``info``, the model's identity where the caller has it)."""
     from ..model.load import identify, load_tokenizer
 
     tokenizer = tokenizer or load_tokenizer(cfg.model)
-    context = identify(cfg.model).trained_context
+    context = (info or identify(cfg.model)).trained_context
     return {split: SampleSet(tokenizer, tasks, split=split, trained_context=context, batch_size=cfg.batch_size,
                              scoring=cfg.scoring, share_prefix=cfg.share_prefix,
                              allow_beyond_trained=cfg.allow_beyond_trained, progress=cfg.progress)
