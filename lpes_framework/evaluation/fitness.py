@@ -95,7 +95,7 @@ def task_score(scores, base, weights: FitnessWeights, max_ratio: float | None = 
 
 
 def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> Outcome:
-    weighted = {n: t.weight * task_score(scores[n], baseline[n], weights, getattr(t, "max_ratio", None))
+    weighted = {n: t.weight * task_score(scores[n], baseline[n], weights, t.max_ratio)
                 for n, t in tasks.items()}
     retrieval = sum(v for n, v in weighted.items() if tasks[n].metric != "perplexity")
     ppl = [stats.perplexity for n, t in tasks.items() if t.metric == "perplexity" for stats in scores[n].values()]

@@ -179,7 +179,7 @@ class Worker:
         weights = FitnessWeights(**job.weights)
         coefficients = {task: sample_coefficients({str(r.position) for r in rows}, minibatch.tasks[task].weight,
                                                   weights, job.per_position,
-                                                  getattr(minibatch.tasks[task], "max_ratio", None))
+                                                  minibatch.tasks[task].max_ratio)
                         for task, rows in baseline.items()}
         value, gradient, rows = value_and_gradient(
             self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve),

@@ -80,6 +80,9 @@ class Task:
     name = "task"
     # retrieval tasks report accuracy; perplexity reports exp(-mean log-prob)
     metric = "accuracy"
+    # a search guard instead of a reward: a perplexity ratio to unpatched above which a candidate is
+    # penalised (perplexity tasks set it; evaluation.fitness and the gradient objective read it)
+    max_ratio: float | None = None
 
     def __init__(self, *, seed: int = 0, samples_per_position: int = 10, chat_template: str | bool = "auto",
                  max_new_tokens: int = 48, weight: float = 1.0):
