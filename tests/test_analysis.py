@@ -1,6 +1,8 @@
 """Analyses of scored rows: methods paired by (haystack, position), several folders joined only when
 their unpatched rows agree, blocks of haystacks, the log-prob interval and the noise floor."""
 
+import math
+
 import pytest
 
 from lpes_framework.commands.analysis import folder_rows, logprob_bootstrap, noise_floor, paired, versus
@@ -113,3 +115,31 @@ def test_committed_rows_written_before_the_draw_field_still_load():
     draws = sorted({r.draw for r in rows})
     assert draws == list(range(len(draws))) and len(draws) > 1
     assert all(sum(r.draw == d for r in rows) == len(rows) // len(draws) for d in draws)  # every position per draw
+
+
+def test_the_bucket_plot_draws_every_method_by_bucket_and_the_passkey_by_depth(tmp_path, monkeypatch):
+    from lpes_framework.commands.analysis import plot_bucket_folders
+    from lpes_framework.report import plots
+
+    kept = []
+    monkeypatch.setattr(plots, "_finish", lambda fig, path, title="": kept.append(fig) or path)
+    base = [[-1.0, -1.0, -2.0, -2.0], [-1.0, -1.0, -3.0, -1.0]]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    passkey = {"unpatched": rows(lambda c, p: p == 9, contexts=range(2)), "scaled": rows(lambda c, p: True, contexts=range(2))}
+    (folder / "rows.jsonl").write_text("".join(
+        dumps({"key": m, "method": m, "rows": rows_to_json({"perplexity": windows(w), "passkey": passkey[m]})}) + "\n"
+        for m, w in (("unpatched", base), ("scaled", [[lp + 0.5 for lp in w] for w in base]))))
+    plot_bucket_folders([folder], [0, 3, 5, 9], tmp_path / "b.png", window=3)
+    ppl, exact, logprob = kept[0].axes
+    lines = [bars.lines[0] for bars in ppl.containers]  # each method's line, without its error caps
+    assert [list(line.get_xdata()) for line in lines] == [[1.5, 4.0]] * 2  # bucket 5-9 is never reached
+    assert [round(y, 4) for y in lines[1].get_ydata()] == [round(math.exp(0.5), 4), round(math.exp(1.5), 4)]
+    assert ppl.get_yscale() == "log"
+    assert [list(line.get_ydata()) for line in exact.get_lines()] == [[0.0, 0.0, 100.0], [100.0, 100.0, 100.0]]
+    assert len(logprob.get_lines()) == 2
+    # a folder without passkey rows: the perplexity panel alone
+    (folder / "rows.jsonl").write_text(dumps({"key": "u", "method": "unpatched", "rows": rows_to_json(
+        {"perplexity": windows(base)})}) + "\n")
+    plot_bucket_folders([folder], [0, 3, 5, 9], tmp_path / "c.png")
+    assert len(kept[1].axes) == 1

@@ -6,7 +6,7 @@ position bucket (inside a model's trained window and beyond it).
         [--blocks 0-99 100-199]
     python -m lpes_framework.commands.analysis noise <evaluate folder>
     python -m lpes_framework.commands.analysis buckets <evaluate folder> [<folder> ...] --edges 0 8192 16384
-        [--task perplexity] [--versus "uniform pi 2"]
+        [--task perplexity] [--versus "uniform pi 2"] [--plot buckets.png --window 8192]
 
 Rows come from evaluate folders (``rows.jsonl``, each method's most complete record). Methods are
 joined by their rows' (haystack, gold position), never by list order; several folders may be read
@@ -183,6 +183,20 @@ def same_windows(rows: Rows) -> list[int]:
     return windows
 
 
+def bucket_summary(rows: Rows, edges: Sequence[int], *, resamples: int = 2000, seed: int = 0):
+    """(reached bucket indices, method -> (window sums, perplexity, 95% low, 95% high) per bucket, window
+    resamples): what the bucket table and plot show. Buckets no window reaches are left out of ``reached``."""
+    windows = same_windows(rows)
+    sums = {m: bucket_logprobs(per, edges) for m, per in rows.items()}
+    reached = np.flatnonzero(next(iter(sums.values()))[1].sum(0) > 0)
+    picks = window_picks(len(windows), resamples, seed)
+    summary = {}
+    for m, own in sums.items():
+        low, high = np.percentile(bucket_perplexity(own, picks), [2.5, 97.5], axis=0)
+        summary[m] = (own, bucket_perplexity(own), low, high)
+    return reached, summary, picks
+
+
 def bucket_table(rows: Rows, edges: Sequence[int], versus_method: str | None = None, *, resamples: int = 2000,
                  seed: int = 0) -> list[str]:
     """Perplexity of every method per position bucket (95% interval over windows), and with
@@ -190,22 +204,33 @@ def bucket_table(rows: Rows, edges: Sequence[int], versus_method: str | None = N
     texts). Buckets no window reaches are left out."""
     if versus_method is not None and versus_method not in rows:
         raise LpesError(f"no method {versus_method!r} among {sorted(rows)}")
-    windows = same_windows(rows)
-    sums = {m: bucket_logprobs(per, edges) for m, per in rows.items()}
-    reached = np.flatnonzero(next(iter(sums.values()))[1].sum(0) > 0)
-    picks = window_picks(len(windows), resamples, seed)
+    reached, summary, picks = bucket_summary(rows, edges, resamples=resamples, seed=seed)
     labels = [f"{a}-{b}" for a, b in zip(edges[:-1], edges[1:])]
-    lines = [f"perplexity by position bucket ({len(windows)} windows; 95% interval over windows)"]
-    for m, own in sums.items():
-        point = bucket_perplexity(own)
-        low, high = np.percentile(bucket_perplexity(own, picks), [2.5, 97.5], axis=0)
+    lines = [f"perplexity by position bucket ({picks.shape[1]} windows; 95% interval over windows)"]
+    for m, (_, point, low, high) in summary.items():
         lines.append(f"{m}: " + "  ".join(f"{labels[i]}: {point[i]:.3f} [{low[i]:.3f}, {high[i]:.3f}]" for i in reached))
     if versus_method is not None:
-        for m in (m for m in sums if m != versus_method):
-            point, low, high = bucket_ratio(sums[m], sums[versus_method], picks)
+        for m in (m for m in summary if m != versus_method):
+            point, low, high = bucket_ratio(summary[m][0], summary[versus_method][0], picks)
             lines.append(f"{m} / {versus_method}: " + "  ".join(
                 f"{labels[i]}: {point[i]:.4f} [{low[i]:.4f}, {high[i]:.4f}]" for i in reached))
     return lines
+
+
+def plot_bucket_folders(folders: Sequence[Path], edges: Sequence[int], path: Path, *, task: str = "perplexity",
+                        depth_task: str = "passkey", window: int | None = None) -> Path:
+    """``report.plots.plot_buckets`` of evaluate folders: every method's perplexity by position bucket and,
+    where the folders scored ``depth_task`` too, its accuracy and gold log-prob by depth."""
+    from ..evaluation.results import by_position
+    from ..report.plots import plot_buckets
+    from .evaluate import logged_rows
+
+    reached, summary, _ = bucket_summary(folder_rows(folders, task), edges)
+    centres = [(edges[i] + edges[i + 1]) / 2 for i in reached]
+    perplexity = {m: (centres, point[reached], low[reached], high[reached]) for m, (_, point, low, high) in summary.items()}
+    scored = any(depth_task in per for f in folders for per in logged_rows(f).values())
+    depth = {m: by_position(per) for m, per in folder_rows(folders, depth_task).items()} if scored else {}
+    return plot_buckets(perplexity, depth, path, window=window, depth_task=depth_task)
 
 
 def _block(text: str) -> range:
@@ -236,6 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     buckets.add_argument("--edges", nargs="+", type=int, required=True, help="bucket edges in tokens, e.g. 0 8192 16384")
     buckets.add_argument("--task", default="perplexity")
     buckets.add_argument("--versus", help="a method to divide every other's perplexity by, e.g. 'unpatched'")
+    buckets.add_argument("--plot", type=Path, help="also draw the buckets (and the passkey by depth, if scored) here")
+    buckets.add_argument("--window", type=int, help="the model's trained window, marked on the plot")
     args = parser.parse_args(argv)
     one_line_errors(_run)(args)
 
@@ -247,6 +274,8 @@ def _run(args) -> None:
         return
     if args.command == "buckets":
         print("\n".join(bucket_table(folder_rows(args.folders, args.task), args.edges, args.versus)))
+        if args.plot:
+            print(f"wrote {plot_bucket_folders(args.folders, args.edges, args.plot, task=args.task, window=args.window)}")
         return
     import json
 

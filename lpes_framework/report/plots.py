@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..evaluation.results import Scores  # noqa: E402
+from ..evaluation.results import PositionStats, Scores  # noqa: E402
 from ..tasks.base import WHOLE_TEXT, whole_text  # noqa: E402
 
 
@@ -86,6 +86,33 @@ def plot_convergence(curves: Mapping[str, Sequence[tuple[float, float]]], path, 
     ax.set(xlabel="forward-equivalents spent (scorings of the search split)", ylabel="best search-split fitness",
            title=title or "search efficiency")
     return _save(fig, ax, Path(path))
+
+
+def plot_buckets(perplexity: Mapping[str, tuple[Sequence[float], ...]], depth: Mapping[str, Mapping[str, PositionStats]],
+                 path: Path, *, window: int | None = None, depth_task: str = "passkey") -> Path:
+    """Perplexity by position bucket (``method -> (bucket centres, perplexity, 95% low, 95% high)``, log
+    scale, the trained ``window`` marked) and, when ``depth`` holds rows, the depth task's exact match and
+    gold log-prob by depth: the extrapolation picture, inside the window and beyond it."""
+    panels = 3 if depth else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.2), squeeze=False)
+    ax = axes[0][0]
+    for method, (x, point, low, high) in perplexity.items():
+        ax.errorbar(x, point, yerr=[[p - lo for p, lo in zip(point, low)], [hi - p for p, hi in zip(point, high)]],
+                    marker="o", capsize=3, label=method)
+    if window:
+        ax.axvline(window, color="grey", linestyle="--", linewidth=1, label=f"trained window ({window})")
+    ax.set(yscale="log", xlabel="token position (bucket centre)", ylabel="perplexity (95% interval over windows)",
+           title="perplexity by position")
+    ax.legend(fontsize=8)
+    for method, per in depth.items():
+        depths = list(per)
+        axes[0][1].plot(depths, [100 * per[d].accuracy for d in depths], marker="o", label=method)
+        axes[0][2].plot(depths, [per[d].logprob for d in depths], marker="o", label=method)
+    if depth:
+        axes[0][1].set(xlabel="depth (%)", ylabel="exact match %", ylim=(-5, 105), title=f"{depth_task}: exact match")
+        axes[0][2].set(xlabel="depth (%)", ylabel="mean log-prob / token", title=f"{depth_task}: gold log-prob")
+        axes[0][2].legend(fontsize=8)
+    return _finish(fig, path)
 
 
 def plot_pareto(points: Sequence[tuple[float, float]], front: Sequence[tuple[float, float]], path: Path) -> Path:
