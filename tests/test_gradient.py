@@ -1,6 +1,7 @@
 """The gradient path: value-and-gradient vs finite differences, identity at all ones, Ray = local,
 optimizer=gradient end to end (deterministic, resumable after SIGKILL, bad settings refused early)."""
 
+import functools
 import json
 import os
 import re
@@ -98,6 +99,47 @@ def test_the_objective_is_a_sum_over_contexts():
              for idx in ([0, 1, 2], [3, 4, 5, 6, 7, 8])]
     assert whole == pytest.approx(sum(p[0] for p in parts), rel=1e-10)
     np.testing.assert_allclose(grad, parts[0][1] + parts[1][1], rtol=1e-9)
+
+
+@pytest.mark.parametrize("share_prefix", [False, True])
+def test_checkpointed_layers_give_the_same_gradient_and_recompute_only_uncached_forwards(share_prefix):
+    from lpes_framework.position.patch import rope_layout
+
+    model = tiny_model("llama", layers=4, max_positions=256).double()
+    items = haystacks(2)
+    curve, scheme = build_curve({"name": "free", "low": 0.5, "high": 3.0}, 4), build_scheme({"name": "ntk"})
+    with torch.no_grad():
+        baseline = score_teacher_forced(model, items, batch_size=2, share_prefix=share_prefix)
+    coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights(), per_position=2)
+    layers = rope_layout(model)[1]
+    calls = []
+    for layer in layers:
+        layer.register_forward_hook(lambda *_: calls.append("call"))  # __call__: once a forward
+    own_forward = type(layers[0]).forward
+
+    @functools.wraps(own_forward)
+    def counted(self, *args, **kwargs):  # the layer's body: once a forward, again on each recompute
+        calls.append("body")
+        return own_forward(self, *args, **kwargs)
+
+    type(layers[0]).forward = counted
+    try:
+        results = {}
+        for flag in (False, True):
+            calls.clear()
+            results[flag] = value_and_gradient(model, {"kv": items}, {"kv": baseline}, {"kv": coefficients},
+                                               np.array([0.7, 1.3, 2.0, 1.1]), curve, scheme, batch_size=2,
+                                               pad_id=0, share_prefix=share_prefix, checkpoint_layers=flag)
+            results[flag] += (calls.count("body"), len(calls) - calls.count("body"))
+    finally:
+        type(layers[0]).forward = own_forward
+    (plain_value, plain_grad, plain_rows, plain_body, forwards), (value, grad, rows, body, again) = results.values()
+    assert value == plain_value and rows == plain_rows
+    np.testing.assert_array_equal(grad, plain_grad)
+    assert plain_body == forwards == again and not any("forward" in vars(layer) for layer in layers)
+    # without a shared prefix every layer forward is replayed in the backward pass; with one, the prefix and
+    # its suffix batches all write a cache, and none is (replaying would append their keys twice)
+    assert body == (2 * forwards if not share_prefix else forwards)
 
 
 def test_at_all_ones_the_rows_are_the_unpatched_models_and_the_objective_is_zero():

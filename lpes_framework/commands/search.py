@@ -47,7 +47,8 @@ def _fingerprint(data: dict, objectives: int) -> dict:
     written before a key became free still resume)."""
     free = _RESUME_FREE | ({"perplexity_task"} if objectives == 1 else set())  # unused by a scalar optimizer
     data = {k: v for k, v in data.items() if k not in free}
-    data["optimizer"] = {k: v for k, v in data["optimizer"].items() if k != "generations"}  # a resume may extend
+    # a resume may extend the run, and may switch layer checkpointing (memory only: the same gradients)
+    data["optimizer"] = {k: v for k, v in data["optimizer"].items() if k not in ("generations", "checkpoint_layers")}
     return data
 
 
@@ -216,7 +217,8 @@ class Search:
         every ``eval_every`` steps (see ``optim.gradient``), checkpointing after every step. A step already
         in the evaluation log (a kill between its record and the checkpoint) is taken from there."""
         opt = self.optimizer
-        settings = {"curve": plain(self.cfg.curve), "scheme": self.scheme_cfg, "weights": plain(self.cfg.fitness)}
+        settings = {"curve": plain(self.cfg.curve), "scheme": self.scheme_cfg, "weights": plain(self.cfg.fitness),
+                    "checkpoint_layers": opt.checkpoint_layers}
         bar = tqdm(total=opt.generations, initial=opt.generation, desc="steps", disable=not self.cfg.progress)
         self.scored = self.log[-1]["mean_fitness"] if self.log else math.nan  # the latest fixed-split fitness
         while not opt.done:

@@ -49,6 +49,7 @@ class GradientJob:
     scheme: dict
     weights: dict
     per_position: int
+    checkpoint_layers: bool = False  # recompute layer activations in the backward pass (long contexts)
 
     def shares(self, n: int) -> list["GradientJob"]:
         """The job cut into at most ``n`` jobs over consecutive blocks of its draws."""
@@ -184,7 +185,7 @@ class Worker:
         value, gradient, rows = value_and_gradient(
             self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve),
             self.scheme(job.scheme), batch_size=minibatch.batch_size, pad_id=minibatch.tokenizer.pad_token_id,
-            share_prefix=minibatch.share_prefix)
+            share_prefix=minibatch.share_prefix, checkpoint_layers=job.checkpoint_layers)
         return GradientResult(value=value, gradient=gradient.tolist(), rows=rows, baseline=baseline,
                               seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle})
 

@@ -65,7 +65,8 @@ class GradientAscent(Optimizer):
 
     def __init__(self, curve, *, lr: float = 0.05, steps: int = 40, contexts_per_step: int = 2, eval_every: int = 10,
                  restarts: int = 1, restart_sigma: float = 0.1, betas=(0.9, 0.999), eps: float = 1e-8,
-                 schedule: str = "constant", lr_min: float = 0.0, start=None, seed: int = 0):
+                 schedule: str = "constant", lr_min: float = 0.0, start=None, checkpoint_layers: bool = False,
+                 seed: int = 0):
         self.steps = _positive("steps", steps, integer=True)
         self.restarts = _positive("restarts", restarts, integer=True)
         super().__init__(curve, generations=self.steps * self.restarts, seed=seed)
@@ -78,6 +79,9 @@ class GradientAscent(Optimizer):
             raise LpesError(f"gradient: lr_min must lie in [0, lr={self.lr}], got {lr_min!r}")
         self.contexts_per_step = _positive("contexts_per_step", contexts_per_step, integer=True)
         self.eval_every = _positive("eval_every", eval_every, integer=True)
+        if not isinstance(checkpoint_layers, bool):
+            raise LpesError(f"gradient: checkpoint_layers must be true or false, got {checkpoint_layers!r}")
+        self.checkpoint_layers = checkpoint_layers  # how the gradient is computed, not which: no state
         self.restart_sigma = float(restart_sigma)
         if not math.isfinite(self.restart_sigma) or self.restart_sigma < 0:
             raise LpesError(f"gradient: restart_sigma must be >= 0, got {restart_sigma!r}")

@@ -18,6 +18,13 @@ A perplexity task (one window per sample, lp its mean token log-prob) adds ``a *
 (lp - lp0)``, the fitness's term; a guarded one (``max_ratio``) adds ``-a * end_penalty / n *
 max(0, lp0 - lp - log max_ratio)`` instead, its guard per window.
 
+Memory: a unit's graph holds every layer's activations, which grow with the context (~48 KB a token a layer
+on SmolLM2: ~18 GB for a 12K window). ``checkpoint_layers`` keeps only each decoder layer's input and
+recomputes the layer in the backward pass (about one more forward; values unchanged), for the units that
+run without a KV cache: whole windows (perplexity) and prompts scored whole (``share_prefix: false``). A
+forward that writes a cache (a shared prefix) keeps its activations: replaying it would append its keys to
+the cache a second time.
+
 Genes -> factors -> tables go through the curve's and the scheme's torch code (``Curve.factors_tensor``,
 ``TracedScaling``); each unit of work (a shared prefix with all its questions, or a batch of prompts
 that share nothing) is backpropagated to a leaf holding the layer factors, and the factors' gradient
@@ -27,6 +34,7 @@ is carried to the genes once at the end.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -87,6 +95,43 @@ def sample_coefficients(labels, task_weight: float, weights, per_position: int,
     return {p: (scale * wp / norm, scale * weights.end_penalty if p in ends else 0.0, 0.0) for p, wp in w.items()}
 
 
+class checkpointed_layers:
+    """For the duration, each decoder layer called without a KV cache keeps only its inputs and recomputes
+    its activations in the backward pass (``torch.utils.checkpoint``, non-reentrant). The layer's
+    pre-hooks, which swap in the factors' cos/sin, run outside the checkpoint, so the tables are built
+    once and the recompute reads the same ones."""
+
+    CACHE_ARGUMENTS = ("cache", "past_key_values", "past_key_value", "layer_past")  # names across architectures
+
+    def __init__(self, model):
+        from ..position.patch import rope_layout
+
+        self.layers = list(rope_layout(model)[1])
+
+    def __enter__(self):
+        self.own = [vars(layer).get("forward") for layer in self.layers]  # an instance's own forward, if any
+        for layer in self.layers:
+            layer.forward = self._checkpointed(layer.forward)
+
+    def __exit__(self, *exc):
+        for layer, own in zip(self.layers, self.own):
+            if own is None:
+                del layer.forward  # the class's forward again
+            else:
+                layer.forward = own
+
+    def _checkpointed(self, forward):
+        from torch.utils.checkpoint import checkpoint
+
+        def run(*args, **kwargs):
+            writes_cache = kwargs.get("use_cache") or any(kwargs.get(k) is not None for k in self.CACHE_ARGUMENTS)
+            if writes_cache or not torch.is_grad_enabled():
+                return forward(*args, **kwargs)
+            return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+        return run
+
+
 class frozen_weights:
     """Weights that take no gradient for the duration (only the layer factors do), restored after."""
 
@@ -104,9 +149,12 @@ class frozen_weights:
 
 def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline: Mapping[str, Sequence[ScoreRow]],
                        coefficients: Mapping[str, Mapping[str, tuple[float, float]]], genes: Sequence[float], curve,
-                       scheme, *, batch_size: int, pad_id: int, share_prefix: bool) -> tuple[float, np.ndarray, dict]:
+                       scheme, *, batch_size: int, pad_id: int, share_prefix: bool,
+                       checkpoint_layers: bool = False) -> tuple[float, np.ndarray, dict]:
     """(objective, d objective / d genes, patched rows by task) on ``encoded`` samples whose unpatched
-    rows are ``baseline`` (same order)."""
+    rows are ``baseline`` (same order); ``checkpoint_layers``: recompute layer activations in the backward
+    pass instead of keeping them (``checkpointed_layers``)."""
+
     from ..position import TracedScaling
 
     genes_t = torch.tensor(np.asarray(genes, dtype=float), dtype=torch.float64, requires_grad=True)
@@ -114,7 +162,8 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
     leaf = factors_t.detach().requires_grad_(True)  # each unit backpropagates to here, not through the curve
     total = 0.0
     rows: dict[str, list[ScoreRow]] = {}
-    with frozen_weights(model), TracedScaling(model, leaf, scheme), torch.enable_grad():
+    memory = checkpointed_layers(model) if checkpoint_layers else nullcontext()
+    with frozen_weights(model), TracedScaling(model, leaf, scheme), memory, torch.enable_grad():
         for task, items in encoded.items():
             coef = coefficients[task]
             base = baseline[task]
