@@ -10,7 +10,8 @@
 # test. Resumable (resume=true); more generations extend it (optimizer.generations=N, resume=true).
 set -eo pipefail
 run=docs/runs/smollm2-extrapolation/search-ntk
-python -m lpes_framework experiment=smollm2-extrapolation threads=${THREADS:-2} progress=false resume=true \
+resume=$([ -f $run/evaluations.jsonl ] && echo true || echo false)  # a first start has nothing to resume
+python -m lpes_framework experiment=smollm2-extrapolation threads=${THREADS:-2} progress=false resume=$resume \
     task.windows=1 extra_tasks.inside.windows=1 optimizer.population=6 optimizer.parents=3 \
     optimizer.mutations=2 optimizer.crossovers=1 optimizer.generations=2 validation.top_k=2 \
     hydra.run.dir=$run "$@"

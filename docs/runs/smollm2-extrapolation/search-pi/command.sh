@@ -5,6 +5,7 @@
 # reuses docs/runs/smollm2-extrapolation/12288's rows). ~2 h alone on the 2 CPU cores; resumable (resume=true).
 set -eo pipefail
 run=docs/runs/smollm2-extrapolation/search-pi
-python -m lpes_framework experiment=smollm2-extrapolation pos=pi pos.global_factor=1.5 curve.low=0.667 curve.high=1.333 threads=${THREADS:-2} progress=false resume=true \
+resume=$([ -f $run/evaluations.jsonl ] && echo true || echo false)  # a first start has nothing to resume
+python -m lpes_framework experiment=smollm2-extrapolation pos=pi pos.global_factor=1.5 curve.low=0.667 curve.high=1.333 threads=${THREADS:-2} progress=false resume=$resume \
     hydra.run.dir=$run "$@"
 python bench/extrapolation.py --factors $run/best_factors.json --threads ${THREADS:-2} | tee $run/extrapolation.txt
