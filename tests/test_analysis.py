@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from lpes_framework.commands.analysis import folder_rows, logprob_bootstrap, noise_floor, paired, versus
+from lpes_framework.commands.analysis import folder_rows, noise_floor, paired, versus
+from lpes_framework.evaluation.stats import logprob_bootstrap
 from lpes_framework.errors import LpesError
 from lpes_framework.commands.evaluate import logged_rows
 from lpes_framework.evaluation.fitness import FitnessWeights

@@ -53,3 +53,21 @@ def test_unpaired_rows_are_refused():
     b = rows({(1, 0): True, (0, 0): False})
     with pytest.raises(ValueError, match="same samples"):
         paired_bootstrap(a, b)
+
+
+def test_a_comparison_gives_the_gold_logprob_change_overall_and_in_the_middle():
+    from dataclasses import replace
+
+    from lpes_framework.evaluation.comparison import Comparison, format_intervals
+
+    base = rows({(c, p): False for c in range(20) for p in (0, 5, 9)})
+    # 0.2 nats better per token in the middle of every context, 0.1 better at the ends of half of them
+    found = [replace(r, logprob=r.logprob + (0.2 if r.position == 5 else 0.1 * (r.draw % 2))) for r in base]
+    comparison = Comparison({"found": {"kv": found}, "unpatched": {"kv": base}})
+    comparison.add_intervals("found", "unpatched")
+    lp = comparison.logprob_intervals["found - unpatched"]["kv"]
+    assert (lp["middle"].delta, lp["middle"].low, lp["middle"].high) == pytest.approx((0.2, 0.2, 0.2))
+    assert lp["all"].delta == pytest.approx((0.2 + 2 * 0.05) / 3)  # the ends gain 0.05 on average
+    assert lp["all"].low < lp["all"].delta < lp["all"].high  # the ends vary across contexts
+    assert "  gold log-prob per token: all +0.1000 [" in format_intervals(comparison)
+    assert comparison.as_json()["logprob_intervals"]["found - unpatched"]["kv"]["middle"]["delta"] == pytest.approx(0.2)

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import LpesError
 from ..evaluation.fitness import end_positions, fitness_interval
 from ..evaluation.results import ScoreRow
-from ..evaluation.stats import Interval, middle_positions, paired_bootstrap
+from ..evaluation.stats import Interval, logprob_bootstrap, middle_positions, paired_bootstrap
 
 Rows = dict[str, list[ScoreRow]]  # method -> rows of one task, sorted by (draw, position)
 
@@ -64,21 +64,6 @@ def paired(a: Sequence[ScoreRow], b: Sequence[ScoreRow], haystacks: range | None
     mine, theirs = _by_sample(a), _by_sample(b)
     keys = [k for k in mine if k in theirs and (haystacks is None or k[0] in haystacks)]
     return [mine[k] for k in keys], [theirs[k] for k in keys]
-
-
-def logprob_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples: int = 2000,
-                      seed: int = 0) -> Interval:
-    """Mean change of the gold log-prob per token, ``a`` minus ``b`` (paired samples), with a 95% interval
-    from resampling haystacks, the unit ``paired_bootstrap`` resamples too."""
-    draws = sorted({r.draw for r in a})
-    index = {c: i for i, c in enumerate(draws)}
-    sums, counts = np.zeros(len(draws)), np.zeros(len(draws))
-    for x, y in zip(a, b):
-        sums[index[x.draw]] += x.logprob - y.logprob
-        counts[index[x.draw]] += 1
-    picks = np.random.default_rng(seed).integers(len(draws), size=(resamples, len(draws)))
-    low, high = np.percentile(sums[picks].sum(1) / counts[picks].sum(1), [2.5, 97.5])
-    return Interval(float(sums.sum() / counts.sum()), float(low), float(high))
 
 
 def versus(rows: Rows, method: str, blocks: Sequence[range | None] = (None,)) -> list[str]:

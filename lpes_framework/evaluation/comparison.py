@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 
 from ..tasks.base import WHOLE_TEXT
 from .results import Scores, ScoreRow, by_position, scores_to_json
-from .stats import Interval, paired_bootstrap
+from .stats import Interval, logprob_bootstrap, middle_positions, paired_bootstrap
 
 Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
 
@@ -22,21 +22,31 @@ def uniform_method_name(scheme_name: str, factor: float) -> str:
 class Comparison:
     rows: dict[str, dict[str, list[ScoreRow]]]  # method -> task -> per-sample rows (same samples for all)
     intervals: dict[str, dict[str, dict[str, Interval]]] = field(default_factory=dict)  # "a - b" -> task -> ...
+    # "a - b" -> task -> "all" / "middle" -> the gold log-prob change per token, the same pairs as ``intervals``
+    logprob_intervals: dict[str, dict[str, dict[str, Interval]]] = field(default_factory=dict)
 
     @property
     def scores(self) -> dict[str, Scores]:
         return {m: {task: by_position(rows) for task, rows in per.items()} for m, per in self.rows.items()}
 
     def add_intervals(self, a: str, b: str, *, resamples: int = 2000, seed: int = 0) -> None:
-        """Paired bootstrap of exact match, ``a`` minus ``b``, for every retrieval task."""
-        self.intervals[f"{a} - {b}"] = {
-            task: paired_bootstrap(rows, self.rows[b][task], resamples=resamples, seed=seed)
-            for task, rows in self.rows[a].items() if rows and rows[0].position != WHOLE_TEXT}
+        """Paired bootstrap of exact match, ``a`` minus ``b``, for every retrieval task, and of the gold
+        log-prob per token over all positions and the middle ones."""
+        retrieval = {task: rows for task, rows in self.rows[a].items() if rows and rows[0].position != WHOLE_TEXT}
+        self.intervals[f"{a} - {b}"] = {task: paired_bootstrap(rows, self.rows[b][task], resamples=resamples, seed=seed)
+                                        for task, rows in retrieval.items()}
+        self.logprob_intervals[f"{a} - {b}"] = {task: {
+            part: logprob_bootstrap(rows, self.rows[b][task], positions=positions, resamples=resamples, seed=seed)
+            for part, positions in (("all", None), ("middle", middle_positions(list(dict.fromkeys(
+                str(r.position) for r in rows)))))} for task, rows in retrieval.items()}
 
     def as_json(self) -> dict:
+        def as_json(intervals):
+            return {pair: {task: {p: i.as_dict() for p, i in per.items()} for task, per in tasks.items()}
+                    for pair, tasks in intervals.items()}
+
         return {"scores": {m: scores_to_json(s) for m, s in self.scores.items()},
-                "intervals": {pair: {task: {p: i.as_dict() for p, i in per.items()} for task, per in tasks.items()}
-                              for pair, tasks in self.intervals.items()}}
+                "intervals": as_json(self.intervals), "logprob_intervals": as_json(self.logprob_intervals)}
 
 
 def compare(executor, split: str, methods: Mapping[str, Method], prefix: str = "") -> Comparison:
@@ -64,10 +74,14 @@ def format_table(methods: Mapping[str, Scores]) -> str:
 
 
 def format_intervals(comparison: Comparison) -> str:
-    """One block per compared pair: exact-match difference in points [95% interval] by gold position."""
+    """One block per compared pair: exact-match difference in points [95% interval] by gold position, then
+    the gold log-prob change per token over all positions and the middle ones."""
     lines = []
     for pair, tasks in comparison.intervals.items():
         for task, per in tasks.items():
             lines.append(f"[{task}] {pair}: exact match, points [95% paired bootstrap interval over contexts]")
             lines.append("  " + "   ".join(f"{p}: {i}" for p, i in per.items()))
+            logprob = comparison.logprob_intervals.get(pair, {}).get(task, {})
+            if logprob:
+                lines.append("  gold log-prob per token: " + "   ".join(f"{part} {i.format(4)}" for part, i in logprob.items()))
     return "\n".join(lines)

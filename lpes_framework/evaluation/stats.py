@@ -5,6 +5,7 @@ gold position, and a hard haystack is hard for every method. So the unit resampl
 not the sample: each resample picks draws with replacement and recomputes the mean difference of
 exact match per gold position, and over the middle positions (all but the shallowest and the deepest).
 The 95% interval is the 2.5th..97.5th percentile of those resampled differences, in percentage points.
+The gold log-prob change per token is resampled the same way (``logprob_bootstrap``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .results import ScoreRow
 
 @dataclass(frozen=True)
 class Interval:
-    delta: float  # observed mean difference, percentage points
+    delta: float  # observed mean difference: percentage points of exact match, or nats of log-prob
     low: float  # 95% bootstrap interval
     high: float
 
@@ -27,7 +28,10 @@ class Interval:
         return asdict(self)
 
     def __str__(self) -> str:
-        return f"{self.delta:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+        return self.format(1)
+
+    def format(self, digits: int) -> str:
+        return f"{self.delta:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
 
 
 def middle_positions(positions: Sequence[str]) -> list[str]:
@@ -70,3 +74,20 @@ def paired_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples:
     low, high = np.nanpercentile(resampled, [2.5, 97.5], axis=0)
     names = positions + ["middle"]
     return {name: Interval(float(observed[i]), float(low[i]), float(high[i])) for i, name in enumerate(names)}
+
+
+def logprob_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, positions=None, resamples: int = 2000,
+                      seed: int = 0) -> Interval:
+    """Mean change of the gold log-prob per token, ``a`` minus ``b`` (paired samples, in the same order),
+    over the samples at ``positions`` (None: all), with a 95% interval from resampling draws, the unit
+    ``paired_bootstrap`` resamples too. In nats, not points: the smooth signal where exact match is flat."""
+    pairs = [(x, y) for x, y in zip(a, b) if positions is None or str(x.position) in positions]
+    draws = sorted({x.draw for x, _ in pairs})
+    index = {c: i for i, c in enumerate(draws)}
+    sums, counts = np.zeros(len(draws)), np.zeros(len(draws))
+    for x, y in pairs:
+        sums[index[x.draw]] += x.logprob - y.logprob
+        counts[index[x.draw]] += 1
+    picks = np.random.default_rng(seed).integers(len(draws), size=(resamples, len(draws)))
+    low, high = np.percentile(sums[picks].sum(1) / counts[picks].sum(1), [2.5, 97.5])
+    return Interval(float(sums.sum() / counts.sum()), float(low), float(high))
