@@ -18,8 +18,8 @@ A perplexity task (one window per sample, lp its mean token log-prob) adds ``a *
 (lp - lp0)``, the fitness's term; a guarded one (``max_ratio``) adds ``-a * end_penalty / n *
 max(0, lp0 - lp - log max_ratio)`` instead, its guard per window.
 
-Memory: a unit's graph holds every layer's activations, which grow with the context (~48 KB a token a layer
-on SmolLM2: ~18 GB for a 12K window). ``checkpoint_layers`` keeps only each decoder layer's input and
+Memory: a unit's graph holds every layer's activations, which grow with the context (~33 KB a token a layer
+on SmolLM2, ``bench/gradient_memory.py``). ``checkpoint_layers`` keeps only each decoder layer's input and
 recomputes the layer in the backward pass (about one more forward; values unchanged), for the units that
 run without a KV cache: whole windows (perplexity) and prompts scored whole (``share_prefix: false``). A
 forward that writes a cache (a shared prefix) keeps its activations: replaying it would append its keys to
