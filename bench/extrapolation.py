@@ -4,7 +4,9 @@ tokens, split into the tokens inside the trained window and those beyond it, and
 (queries layout: a key at each of 5 depths of one haystack of ``--length`` tokens), all through the
 evaluate command's own code. Methods: the unpatched model, uniform PI and YaRN at L / L_train, dynamic NTK,
 and the layer-specific factors file. The best uniform is the one with the lowest perplexity beyond the
-window; intervals are paired bootstraps over windows. With the committed ``--out`` folder the baselines'
+window; intervals are paired bootstraps over windows. A control separates the layer pattern from the amount
+of scaling: the file's scheme with its geometric-mean factor in every layer (``--control``; it doubles the run,
+so the default leaves it out and stays near 10 minutes on 2 cores). With the committed ``--out`` folder the baselines'
 rows are reused (rows are cut to the first ``--windows`` / ``--passkeys`` draws), so the default run only
 scores the factors file. Last line:
 beyond_ppl_ratio=<layer-specific / best uniform, beyond the window> ci_high=<upper 95% bound of it>
@@ -24,9 +26,26 @@ DEFAULT_FACTORS = RUN / "search-ntk" / "best_factors.json"
 UNIFORM = ("pi", "dynamic-ntk", "yarn")
 
 
-def evaluate(factors: str, length: int, windows: int, passkeys: int, threads: int,
-             out: Path | None) -> tuple[dict, str, dict]:
-    """(evaluate payload, the factors file's method name, each method's perplexity rows): every method on
+def mean_control(factors: str) -> tuple[str, float]:
+    """(factors file, its factor) of the control: the file's record with its geometric-mean factor in every
+    layer, written beside it as ``uniform-mean/best_factors.json`` (a preset's in a temporary folder), with
+    the same scheme and model identity."""
+    import math
+
+    from lpes_framework.model.factors import is_preset, load_factors, write_json_atomic
+
+    record = load_factors(factors)
+    mean = round(math.exp(sum(math.log(f) for f in record["factors"]) / len(record["factors"])), 4)
+    path = (Path(tempfile.mkdtemp()) if is_preset(factors) else Path(factors).parent) / "uniform-mean" / "best_factors.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, {**record, "factors": [mean] * len(record["factors"]), "genome": None,
+                             "curve": {"name": "constant"}, "metrics": {}})
+    return str(path), mean
+
+
+def evaluate(files: list[str], length: int, windows: int, passkeys: int, threads: int,
+             out: Path | None) -> tuple[dict, dict, dict]:
+    """(evaluate payload, each factors file's method name, each method's perplexity rows): every method on
     ``windows`` perplexity windows and ``passkeys`` passkey haystacks of ``length`` tokens."""
     from lpes_framework.commands.evaluate import file_method_names, logged_rows, run_evaluate
     from lpes_framework.config import compose_config
@@ -38,7 +57,7 @@ def evaluate(factors: str, length: int, windows: int, passkeys: int, threads: in
         "allow_beyond_trained=true", "task=perplexity", "task.source=stdlib", f"task.window_tokens={length}",
         f"task.windows={windows}", "+task@extra_tasks.passkey=passkey", f"extra_tasks.passkey.context_tokens={length}",
         "extra_tasks.passkey.layout=queries", f"extra_tasks.passkey.samples_per_position={passkeys}",
-        "methods.uniform=[]", f"methods.factors_files=[{factors}]", f"+methods.schemes.pi={{name:pi,global_factor:{factor}}}",
+        "methods.uniform=[]", f"methods.factors_files=[{','.join(files)}]", f"+methods.schemes.pi={{name:pi,global_factor:{factor}}}",
         "+methods.schemes.dynamic-ntk={name:ntk}", f"+methods.schemes.yarn={{name:yarn,global_factor:{factor}}}"])
     with tempfile.TemporaryDirectory() as tmp:
         folder = out or Path(tmp)
@@ -48,7 +67,7 @@ def evaluate(factors: str, length: int, windows: int, passkeys: int, threads: in
             raise SystemExit(f"error: {exc}") from None
         logged = logged_rows(folder)  # the folder may hold more windows than asked for: the first ones count
         rows = {m: [r for r in logged[m]["perplexity"] if r.draw < windows] for m in payload["methods"]}
-    return payload, file_method_names([factors])[factors], rows
+    return payload, file_method_names(files), rows
 
 
 def main() -> None:
@@ -58,6 +77,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=3, help="perplexity windows")
     parser.add_argument("--passkeys", type=int, default=2, help="passkey haystacks (5 depths each)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--control", action="store_true", help="also score the file's scheme at its mean factor in every layer")
     parser.add_argument("--out", type=Path, help="evaluate folder whose rows are reused (default: the committed "
                         "run of this length, docs/runs/smollm2-extrapolation/<length>)")
     args = parser.parse_args()
@@ -66,7 +86,10 @@ def main() -> None:
     from lpes_framework.commands.analysis import bucket_logprobs, bucket_perplexity, bucket_ratio, window_picks
 
     out = args.out or RUN / str(args.length)
-    payload, name, rows = evaluate(args.factors, args.length, args.windows, args.passkeys, args.threads, out)
+    control, mean = mean_control(args.factors) if args.control else (None, None)
+    files = [args.factors] + ([control] if control else [])
+    payload, names, rows = evaluate(files, args.length, args.windows, args.passkeys, args.threads, out)
+    name, control_name = names[args.factors], names.get(control)
     sums = {m: bucket_logprobs(per, [0, 8192, args.length]) for m, per in rows.items()}
     ppl = {m: bucket_perplexity(s) for m, s in sums.items()}
     best = min(UNIFORM, key=lambda m: ppl[m][1])
@@ -79,6 +102,11 @@ def main() -> None:
     for m in rows:
         print(f"{m:36} {ppl[m][0]:9.3f} {ppl[m][1]:10.3f} {passkey[m]:10.1f}")
     print(f"best uniform beyond the window: {best}; {name} / {best} beyond: {beyond:.4f} [{low:.4f}, {high:.4f}]")
+    if control_name:
+        (c_in, c_beyond), (c_in_low, c_low), (c_in_high, c_high) = bucket_ratio(sums[name], sums[control_name], picks)
+        print(f"{name} / {control_name} (the same scheme, its mean factor {mean} in every layer): inside {c_in:.4f} "
+              f"[{c_in_low:.4f}, {c_in_high:.4f}], beyond {c_beyond:.4f} [{c_low:.4f}, {c_high:.4f}]; passkey "
+              f"{passkey[name] - passkey[control_name]:+.1f} points")
     print(f"beyond_ppl_ratio={beyond:.4f} ci_high={high:.4f} inside_ppl_ratio={inside:.4f} "
           f"passkey_delta={passkey[name] - passkey[best]:.1f}")
 
