@@ -15,4 +15,4 @@ python -m lpes_framework experiment=smollm2-extrapolation threads=${THREADS:-2} 
     task.windows=1 extra_tasks.inside.windows=1 optimizer.population=6 optimizer.parents=3 \
     optimizer.mutations=2 optimizer.crossovers=1 optimizer.generations=2 validation.top_k=2 \
     hydra.run.dir=$run "$@"
-python bench/extrapolation.py --factors $run/best_factors.json --threads ${THREADS:-2} | tee $run/extrapolation.txt
+python bench/extrapolation.py --factors $run/best_factors.json --control --threads ${THREADS:-2} | tee $run/extrapolation.txt

@@ -8,4 +8,4 @@ run=docs/runs/smollm2-extrapolation/search-pi
 resume=$([ -f $run/evaluations.jsonl ] && echo true || echo false)  # a first start has nothing to resume
 python -m lpes_framework experiment=smollm2-extrapolation pos=pi pos.global_factor=1.5 curve.low=0.667 curve.high=1.333 threads=${THREADS:-2} progress=false resume=$resume \
     hydra.run.dir=$run "$@"
-python bench/extrapolation.py --factors $run/best_factors.json --threads ${THREADS:-2} | tee $run/extrapolation.txt
+python bench/extrapolation.py --factors $run/best_factors.json --control --threads ${THREADS:-2} | tee $run/extrapolation.txt
