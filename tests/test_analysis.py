@@ -144,3 +144,10 @@ def test_the_bucket_plot_draws_every_method_by_bucket_and_the_passkey_by_depth(t
         {"perplexity": windows(base)})}) + "\n")
     plot_bucket_folders([folder], [0, 3, 5, 9], tmp_path / "c.png")
     assert len(kept[1].axes) == 1
+    # beside a folder that scored the passkey, one that did not adds its perplexity and no depth rows
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "rows.jsonl").write_text(dumps({"key": "s", "method": "scaled", "rows": rows_to_json(
+        {"perplexity": windows(base), "passkey": passkey["scaled"]})}) + "\n")
+    plot_bucket_folders([folder, other], [0, 3, 5, 9], tmp_path / "d.png")
+    assert [line.get_label() for line in kept[2].axes[1].get_lines()] == ["scaled"]

@@ -213,8 +213,9 @@ def plot_bucket_folders(folders: Sequence[Path], edges: Sequence[int], path: Pat
     reached, summary, _ = bucket_summary(folder_rows(folders, task), edges)
     centres = [(edges[i] + edges[i + 1]) / 2 for i in reached]
     perplexity = {m: (centres, point[reached], low[reached], high[reached]) for m, (_, point, low, high) in summary.items()}
-    scored = any(depth_task in per for f in folders for per in logged_rows(f).values())
-    depth = {m: by_position(per) for m, per in folder_rows(folders, depth_task).items()} if scored else {}
+    # only the folders that scored the depth task: folder_rows refuses a folder without it
+    scored = [f for f in folders if any(depth_task in per for per in logged_rows(f).values())]
+    depth = {m: by_position(per) for m, per in folder_rows(scored, depth_task).items()} if scored else {}
     return plot_buckets(perplexity, depth, path, window=window, depth_task=depth_task)
 
 
