@@ -26,17 +26,18 @@ DEFAULT_FACTORS = RUN / "search-ntk" / "best_factors.json"
 UNIFORM = ("pi", "dynamic-ntk", "yarn")
 
 
-def mean_control(factors: str) -> tuple[str, float]:
+def mean_control(factors: str, out: Path) -> tuple[str, float]:
     """(factors file, its factor) of the control: the file's record with its geometric-mean factor in every
-    layer, written beside it as ``uniform-mean/best_factors.json`` (a preset's in a temporary folder), with
-    the same scheme and model identity."""
+    layer, written beside it as ``uniform-mean/best_factors.json`` (a preset's in the evaluate folder ``out``
+    as ``<preset>-mean/``, kept there like the rows it scores), with the same scheme and model identity."""
     import math
 
     from lpes_framework.model.factors import is_preset, load_factors, write_json_atomic
 
     record = load_factors(factors)
     mean = round(math.exp(sum(math.log(f) for f in record["factors"]) / len(record["factors"])), 4)
-    path = (Path(tempfile.mkdtemp()) if is_preset(factors) else Path(factors).parent) / "uniform-mean" / "best_factors.json"
+    folder = out / f"{factors}-mean" if is_preset(factors) else Path(factors).parent / "uniform-mean"
+    path = folder / "best_factors.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, {**record, "factors": [mean] * len(record["factors"]), "genome": None,
                              "curve": {"name": "constant"}, "metrics": {}})
@@ -86,7 +87,7 @@ def main() -> None:
     from lpes_framework.commands.analysis import bucket_logprobs, bucket_perplexity, bucket_ratio, window_picks
 
     out = args.out or RUN / str(args.length)
-    control, mean = mean_control(args.factors) if args.control else (None, None)
+    control, mean = mean_control(args.factors, out) if args.control else (None, None)
     files = [args.factors] + ([control] if control else [])
     payload, names, rows = evaluate(files, args.length, args.windows, args.passkeys, args.threads, out)
     name, control_name = names[args.factors], names.get(control)

@@ -1,0 +1,33 @@
+"""bench/extrapolation.py's control: the factors file's geometric-mean factor in every layer, written where
+the run keeps its rows (never a temporary folder that outlives the run)."""
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from extrapolation import mean_control  # noqa: E402
+
+from lpes_framework.model.factors import load_factors  # noqa: E402
+
+
+def _check(path: str, mean: float, source: dict) -> None:
+    record = load_factors(path)
+    geometric = math.exp(sum(math.log(f) for f in source["factors"]) / len(source["factors"]))
+    assert mean == round(geometric, 4)
+    assert record["factors"] == [mean] * len(source["factors"])
+    assert record["scheme"] == source["scheme"] and record["model"] == source["model"]
+
+
+def test_a_preset_control_lives_in_the_evaluate_folder(tmp_path):
+    path, mean = mean_control("qwen2.5-coder-0.5b", tmp_path)
+    assert Path(path) == tmp_path / "qwen2.5-coder-0.5b-mean" / "best_factors.json"
+    _check(path, mean, load_factors("qwen2.5-coder-0.5b"))
+
+
+def test_a_file_control_lives_beside_the_file(tmp_path):
+    preset, _ = mean_control("qwen2.5-coder-0.5b", tmp_path / "first")
+    path, mean = mean_control(preset, tmp_path / "unused")
+    assert Path(path) == Path(preset).parent / "uniform-mean" / "best_factors.json"
+    assert not (tmp_path / "unused").exists()
+    _check(path, mean, load_factors(preset))
