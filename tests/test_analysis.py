@@ -149,5 +149,11 @@ def test_the_bucket_plot_draws_every_method_by_bucket_and_the_passkey_by_depth(t
     other.mkdir()
     (other / "rows.jsonl").write_text(dumps({"key": "s", "method": "scaled", "rows": rows_to_json(
         {"perplexity": windows(base), "passkey": passkey["scaled"]})}) + "\n")
+    from lpes_framework.commands import evaluate
+
+    reads = []
+    read = evaluate.logged_rows
+    monkeypatch.setattr(evaluate, "logged_rows", lambda f: reads.append(f) or read(f))
     plot_bucket_folders([folder, other], [0, 3, 5, 9], tmp_path / "d.png")
     assert [line.get_label() for line in kept[2].axes[1].get_lines()] == ["scaled"]
+    assert reads == [folder, other]  # each rows.jsonl read once for both panels

@@ -38,16 +38,22 @@ def folder_rows(folders: Sequence[Path], task: str) -> Rows:
     on the haystacks both scored."""
     from .evaluate import logged_rows
 
+    return merge_rows({folder: logged_rows(folder) for folder in folders}, task)
+
+
+def merge_rows(logged: dict[Path, dict], task: str) -> Rows:
+    """``folder_rows`` of folders already read: folder -> its ``evaluate.logged_rows``."""
     merged: Rows = {}
-    for folder in folders:
-        rows = {m: per[task] for m, per in logged_rows(folder).items() if task in per}
+    first = next(iter(logged), None)
+    for folder, per_method in logged.items():
+        rows = {m: per[task] for m, per in per_method.items() if task in per}
         if not rows:
             raise LpesError(f"{folder}: no {task} rows (rows.jsonl of an evaluate run)")
         if "unpatched" in rows and "unpatched" in merged:
             mine, theirs = (_by_sample(r) for r in (rows["unpatched"], merged["unpatched"]))
             shared = mine.keys() & theirs.keys()
             if any(mine[k] != theirs[k] for k in shared):
-                raise LpesError(f"{folder}: its unpatched rows differ from those of {folders[0]} on the same "
+                raise LpesError(f"{folder}: its unpatched rows differ from those of {first} on the same "
                                 "haystacks: not the same samples, so their methods cannot be paired")
         for method, per in rows.items():
             merged[method] = sorted({**_by_sample(merged.get(method, [])), **_by_sample(per)}.values(),
@@ -210,12 +216,13 @@ def plot_bucket_folders(folders: Sequence[Path], edges: Sequence[int], path: Pat
     from ..report.plots import plot_buckets
     from .evaluate import logged_rows
 
-    reached, summary, _ = bucket_summary(folder_rows(folders, task), edges)
+    logged = {folder: logged_rows(folder) for folder in folders}  # each rows.jsonl read once
+    reached, summary, _ = bucket_summary(merge_rows(logged, task), edges)
     centres = [(edges[i] + edges[i + 1]) / 2 for i in reached]
     perplexity = {m: (centres, point[reached], low[reached], high[reached]) for m, (_, point, low, high) in summary.items()}
-    # only the folders that scored the depth task: folder_rows refuses a folder without it
-    scored = [f for f in folders if any(depth_task in per for per in logged_rows(f).values())]
-    depth = {m: by_position(per) for m, per in folder_rows(scored, depth_task).items()} if scored else {}
+    # only the folders that scored the depth task: merge_rows refuses a folder without it
+    scored = {f: per_method for f, per_method in logged.items() if any(depth_task in per for per in per_method.values())}
+    depth = {m: by_position(per) for m, per in merge_rows(scored, depth_task).items()} if scored else {}
     return plot_buckets(perplexity, depth, path, window=window, depth_task=depth_task)
 
 
