@@ -67,7 +67,7 @@ def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | N
         check_scheme_for(build_scheme(options), info)
         methods[name] = (validate_factors([1.0] * n_layers, n_layers), options)
     if m.genomes:
-        curve = build_curve(plain(cfg.curve), n_layers)
+        curve = build_curve(plain(cfg.curve), n_layers, bands=build_scheme(scheme_cfg).n_bands)
         for name, genome in m.genomes.items():
             genes = curve.checked(list(genome), f"methods.genomes.{name}")
             methods[f"{curve.name} {name}"] = (curve.factors(genes).tolist(), scheme_cfg)

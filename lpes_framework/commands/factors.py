@@ -46,6 +46,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     """The factors record of the search run's best candidate by its recorded search fitness (``uniform``:
     of those with one factor other than 1 in every layer: the uniform baseline a search tests its answer
     against)."""
+    from ..position.bands import band_count
     from ..position.curves import build_curve, uniform_scaling
 
     spec = read_spec(run)
@@ -60,7 +61,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
         raise LpesError(f"{run / 'evaluations.jsonl'} holds no scored {'uniform ' if uniform else ''}candidate")
     best = max(candidates, key=lambda r: r["outcome"]["fitness"])
     cfg = spec.cfg()
-    curve = build_curve(plain(cfg.curve), model["n_layers"])
+    curve = build_curve(plain(cfg.curve), model["n_layers"], bands=band_count(plain(cfg.pos)))
     return factors_record(model=model, scheme=plain(cfg.pos), factors=best["factors"], curve=curve.settings(),
                           genome=best["genome"], task=task_specs(cfg)[cfg.task.name],
                           metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
@@ -71,11 +72,12 @@ def fitted(path: Path, curve_cfg: dict) -> dict:
     import numpy as np
 
     from ..model.factors import load_factors
+    from ..position.bands import band_count
     from ..position.curves import build_curve
 
     record = load_factors(path)
     bounds = {k: record["curve"][k] for k in ("low", "high") if record.get("curve") and k in record["curve"]}
-    curve = build_curve(bounds | curve_cfg, len(record["factors"]))
+    curve = build_curve(bounds | curve_cfg, len(record["factors"]), bands=band_count(record["scheme"]))
     genome = curve.fit(record["factors"])
     factors = curve.factors(genome)
     change = factors - np.asarray(record["factors"])

@@ -25,6 +25,7 @@ from ..errors import LpesError
 from ..evaluation.results import scores_from_json, scores_to_json
 from ..execution import GradientJob, Job, build_executor, encode_splits
 from ..model.factors import factors_record, write_json_atomic
+from ..position.bands import factors_json
 from ..evaluation.fitness import FitnessWeights, Outcome, outcome
 from ..report.loggers import build_logger
 from ..registries import EXECUTORS, LOGGERS
@@ -63,7 +64,7 @@ class Search:
         self.shape = identify(cfg.model)
         check_scheme_for(self.scheme, self.shape)
         self.spec = RunSpec(command="search", config=plain(cfg), model=self.shape.as_dict())
-        self.curve = build_curve(plain(cfg.curve), self.shape.n_layers)
+        self.curve = build_curve(plain(cfg.curve), self.shape.n_layers, bands=self.scheme.n_bands)
         self.optimizer = build_optimizer(plain(cfg.optimizer), self.curve, int(cfg.seed))
         self.gradient = getattr(self.optimizer, "needs_gradient", False)
         self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
@@ -162,7 +163,7 @@ class Search:
     def _record(self, key: str, factors, kind: str, genome, scores: dict, seconds: float, **extra) -> None:
         record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
                   "genome": None if genome is None else [float(g) for g in genome],
-                  "factors": None if factors is None else [float(f) for f in factors],
+                  "factors": None if factors is None else factors_json(factors),
                   "scores": scores, "seconds": round(seconds, 3), **extra}
         if kind == "candidate":
             record["outcome"] = outcome(scores_from_json(scores), self.baseline, self.tasks, self.weights).__dict__
@@ -255,7 +256,7 @@ class Search:
     def _record_step(self, key: str, genes, draws, result) -> None:
         record = {"key": key, "kind": "step", "generation": self.optimizer.generation,
                   "restart": self.optimizer.restart, "genome": [float(g) for g in genes],
-                  "factors": [float(f) for f in self.curve.factors(genes)], "draws": draws,
+                  "factors": factors_json(self.curve.factors(genes)), "draws": draws,
                   "objective": result.value, "gradient": result.gradient,
                   "seconds": round(sum(result.seconds.values()), 3),
                   "seconds_parts": {k: round(v, 3) for k, v in result.seconds.items()}}

@@ -159,12 +159,15 @@ class Worker:
             self._schemes[key] = build_scheme(cfg)
         return self._schemes[key]
 
-    def curve(self, cfg: dict):
+    def curve(self, cfg: dict, scheme_cfg: dict):
+        """The curve of ``cfg``, one per wavelength band of the scheme ``scheme_cfg``."""
+        from ..position.bands import band_count
         from ..position.curves import build_curve
 
-        key = repr(sorted(cfg.items()))
+        bands = band_count(scheme_cfg)
+        key = repr((sorted(cfg.items()), bands))
         if key not in self._curves:
-            self._curves[key] = build_curve(cfg, self.info.n_layers)
+            self._curves[key] = build_curve(cfg, self.info.n_layers, bands=bands)
         return self._curves[key]
 
     def gradient(self, job: GradientJob):
@@ -183,7 +186,7 @@ class Worker:
                                                   minibatch.tasks[task].max_ratio)
                         for task, rows in baseline.items()}
         value, gradient, rows = value_and_gradient(
-            self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve),
+            self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve, job.scheme),
             self.scheme(job.scheme), batch_size=minibatch.batch_size, pad_id=minibatch.tokenizer.pad_token_id,
             share_prefix=minibatch.share_prefix, checkpoint_layers=job.checkpoint_layers)
         return GradientResult(value=value, gradient=gradient.tolist(), rows=rows, baseline=baseline,

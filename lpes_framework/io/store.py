@@ -27,8 +27,11 @@ LEGACY_CHECKPOINT = "checkpoint.pkl"  # version 1: a pickle, refused unread
 
 def cache_key(factors, regime: dict) -> str:
     """Identity of an evaluation: the factors (to 1e-9) and everything that changes the scores."""
-    payload = json.dumps({"factors": None if factors is None else [round(float(f), 9) for f in factors],
-                          **regime}, sort_keys=True, default=str)
+    from ..position.bands import factors_json
+
+    rounded = None if factors is None else [
+        [round(v, 9) for v in f] if isinstance(f, list) else round(f, 9) for f in factors_json(factors)]
+    payload = json.dumps({"factors": rounded, **regime}, sort_keys=True, default=str)
     return hashlib.sha1(payload.encode()).hexdigest()
 
 

@@ -30,6 +30,7 @@ from ..io import jsonio
 from ..io.atomic import write_atomic
 from ..errors import LpesError
 from ..position import LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, validate_factors
+from ..position.bands import factors_json
 
 SCHEMA = "lpes.factors"
 VERSION = 1
@@ -40,8 +41,12 @@ def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = N
                    metrics: dict | None = None, task: dict | None = None) -> dict:
     record = {"schema": SCHEMA, "version": VERSION, "model": model, "scheme": dict(scheme),
               "curve": curve, "genome": None if genome is None else [float(g) for g in genome],
-              "factors": [float(f) for f in factors], "metrics": metrics or {}}
+              "factors": factors_json(factors), "metrics": metrics or {}}
     return record | ({"task": dict(task)} if task else {})
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -54,12 +59,18 @@ def validate_record(record: Any, source: str) -> dict:
     if record.get("version") != VERSION:
         raise LpesError(f"{source}: factors schema version {record.get('version')} is not supported (want {VERSION})")
     factors = record.get("factors")
-    if not isinstance(factors, list) or not factors or not all(isinstance(f, (int, float)) for f in factors):
-        raise LpesError(f"{source}: 'factors' must be a non-empty list of numbers")
+    if not isinstance(factors, list) or not factors or not all(_number(f) or (
+            isinstance(f, list) and f and all(map(_number, f))) for f in factors):
+        raise LpesError(f"{source}: 'factors' must be a non-empty list of numbers (or of lists of numbers, one per band)")
     try:
-        validate_factors(factors, len(factors))
+        values = validate_factors(factors, len(factors))
     except LpesError as exc:
         raise LpesError(f"{source}: {exc}") from None
+    bands = (record.get("scheme") or {}).get("bands")
+    width = len(values[0]) if isinstance(values[0], tuple) else 1
+    if width > 1 and (not isinstance(bands, list) or len(bands) + 1 != width):
+        raise LpesError(f"{source}: factors of {width} numbers per layer, but its scheme has bands {bands!r} "
+                        f"(needs {width - 1} band boundaries)")
     if not isinstance(record.get("scheme"), dict) or "name" not in record["scheme"]:
         raise LpesError(f"{source}: 'scheme' must be an object with a 'name'")
     return record

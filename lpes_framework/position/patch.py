@@ -11,13 +11,16 @@ own frequencies keep the model's own tables, which makes an all-ones schedule bi
 from __future__ import annotations
 
 import inspect
+import math
 from collections import Counter
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from ..errors import LpesError
 from ..hf import text_config
+from .bands import empty_bands, factor_key
 from .schemes import RopeSpec, Scheme, check_factor
 
 # These rope types recompute their frequencies from the running length inside the rotary module; a
@@ -75,13 +78,40 @@ def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list
     return decoder, layers, out
 
 
-def validate_factors(factors: Sequence[float], n_layers: int) -> list[float]:
-    values = [float(f) for f in factors]
+def validate_factors(factors: Sequence, n_layers: int) -> list:
+    """Layer factors as floats, or tuples of floats (one per wavelength band, ``position.bands``), checked."""
+    if isinstance(factors, str) or not isinstance(factors, (Sequence, np.ndarray)):
+        raise LpesError(f"layer factors must be a list with one entry per layer, got {factors!r}")
+    try:
+        values = [factor_key(f) for f in factors]
+    except (TypeError, ValueError) as exc:
+        raise LpesError(f"layer factors must be numbers or lists of numbers (one per band): {exc}") from None
     if len(values) != n_layers:
         raise LpesError(f"got {len(values)} factors for a model with {n_layers} decoder layers")
+    widths = {len(v) if isinstance(v, tuple) else 1 for v in values}
+    if len(widths) > 1:
+        raise LpesError(f"layer factors mix band counts {sorted(widths)}: every layer needs as many numbers as bands")
     for i, f in enumerate(values):
-        check_factor(f, f"factor for layer {i}")
+        for value in f if isinstance(f, tuple) else (f,):
+            check_factor(value, f"factor for layer {i}")
     return values
+
+
+def check_bands_fit(scheme, specs: Sequence[RopeSpec], factors) -> None:
+    """A band-wise schedule's width matches the scheme's bands, and every band holds a rotary dimension of
+    the model (a factor of an empty band would change nothing; a search would spend genes on it)."""
+    n_bands = getattr(scheme, "n_bands", 1)
+    width = {len(f) for f in factors if isinstance(f, tuple)} or {1}
+    if width - {1, n_bands}:
+        raise LpesError(f"factors of {width.pop()} numbers per layer under a scheme of {n_bands} band(s)")
+    if n_bands > 1:
+        bands = scheme.config["bands"]
+        for spec in {spec.key: spec for spec in specs}.values():
+            empty = empty_bands(spec.inv_freq, bands)
+            if empty:
+                raise LpesError(f"pos.bands={bands}: band(s) {empty} hold no rotary dimension of this model "
+                                f"(wavelengths {2 * math.pi / float(spec.inv_freq.max()):.0f} to "
+                                f"{2 * math.pi / float(spec.inv_freq.min()):.0f} tokens)")
 
 
 class PatchHandle:
@@ -108,12 +138,13 @@ class LayerScaling(PatchHandle):
     def __init__(self, model, factors: Sequence[float], scheme: Scheme):
         decoder, layers, specs = rope_layout(model)
         self.factors = validate_factors(factors, len(layers))
+        check_bands_fit(scheme, specs, self.factors)
         self.scheme = scheme
         self._specs = specs
-        self._tables: dict[tuple[str, float], tuple | None] = {}
+        self._tables: dict[tuple, tuple | None] = {}  # by (layer type, factor)
         # scheme results by (layer type, factor, effective length): kept across forwards, so a decoding
         # step (one new position) only builds its small cos/sin rows
-        self._freqs: dict[tuple[str, float, int], tuple[torch.Tensor, float] | None] = {}
+        self._freqs: dict[tuple, tuple[torch.Tensor, float] | None] = {}
         # layers sharing a table; a table is dropped after its last layer so that at most one is alive
         self._uses = Counter((spec.key, factor) for spec, factor in zip(specs, self.factors))
         self._left: Counter = Counter()
@@ -211,8 +242,9 @@ class TracedScaling(PatchHandle):
 
     def __init__(self, model, factors: torch.Tensor, scheme: Scheme):
         decoder, layers, self._specs = rope_layout(model)
-        if tuple(factors.shape) != (len(layers),):
+        if factors.dim() not in (1, 2) or factors.shape[0] != len(layers):
             raise LpesError(f"got {tuple(factors.shape)} factors for a model with {len(layers)} decoder layers")
+        check_bands_fit(scheme, self._specs, [tuple(row) if factors.dim() == 2 else 1.0 for row in factors.tolist()])
         self.factors, self.scheme = factors, scheme
         self._handles = layer_hooks(layers, self._table)
 

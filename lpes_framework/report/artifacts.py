@@ -9,7 +9,15 @@ from pathlib import Path
 
 from ..evaluation.comparison import Comparison
 from ..evaluation.fitness import Outcome
+from ..position.bands import factors_json
 from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
+
+
+def _factor_text(factor) -> str:
+    """A layer's factor for the report: 1.234, or (0.900, 1.234) for a band-wise one."""
+    if isinstance(factor, list):
+        return "(" + ", ".join(f"{f:.3f}" for f in factor) + ")"
+    return f"{factor:.3f}"
 
 
 @dataclass(frozen=True)
@@ -17,7 +25,7 @@ class SearchSummary:
     model: str
     settings: dict  # scheme, curve, optimizer configs, shown as they were given
     log: list[dict]  # one entry per generation: evaluated, best_fitness, mean_fitness
-    factors: list[float]  # the chosen schedule
+    factors: list  # the chosen schedule (a list of band values per layer when band-wise)
     uniform_name: str
     uniform: float
     best: Outcome  # the chosen candidate's search-split outcome
@@ -48,7 +56,7 @@ def report(s: SearchSummary) -> str:
     lines += [f"- {key}: `{value}`" for key, value in s.settings.items()]
     lines += [f"- evaluations: {sum(e['evaluated'] for e in s.log)} candidates over {len(s.log)} generations",
               f"- best search fitness: {s.best.fitness:.4f} (0 = unpatched)", "",
-              "## Found factors", "", "`" + ", ".join(f"{f:.3f}" for f in s.factors) + "`", "",
+              "## Found factors", "", "`" + ", ".join(map(_factor_text, factors_json(s.factors))) + "`", "",
               "![factors](factors.png) ![progress](progress.png)", "",
               "## Validation: the search's top candidates re-scored on fresh samples", "",
               "| method | validation fitness | 95% interval over contexts |", "|---|---|---|"]

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -62,10 +63,14 @@ def _save(fig, ax, path: Path) -> Path:
     return _finish(fig, path)
 
 
-def plot_factors(curves: Mapping[str, Sequence[float]], path: Path, title: str = "factor per layer") -> Path:
+def plot_factors(curves: Mapping[str, Sequence], path: Path, title: str = "factor per layer") -> Path:
+    """One line per schedule, or per band of a band-wise one (layers x bands)."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, factors in curves.items():
-        ax.plot(range(len(factors)), factors, marker=".", label=name)
+        table = np.asarray(factors, dtype=float).reshape(len(factors), -1)
+        for band, column in enumerate(table.T):
+            label = name if table.shape[1] == 1 else f"{name}, band {band}"
+            ax.plot(range(len(column)), column, marker=".", label=label)
     ax.set(xlabel="decoder layer", ylabel="RoPE scaling factor s_l", title=title)
     return _save(fig, ax, path)
 

@@ -48,17 +48,20 @@ class Curve:
 
     name = "curve"  # set by the registry
 
-    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None):
+    def __init__(self, *, n_layers: int, low: float = 1.0, high: float = 2.0, monotone=None, bands: int = 1):
         if n_layers < 1:
             raise LpesError(f"curve needs at least one layer, got {n_layers}")
+        if isinstance(bands, bool) or not isinstance(bands, int) or bands < 1:
+            raise LpesError(f"curve bands must be a positive whole number, got {bands!r}")
         if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 or high < low:
             raise LpesError(f"curve bounds must satisfy 0 < low <= high, got low={low}, high={high}")
         if monotone not in _MONOTONE:
             raise LpesError(f"curve monotone must be null, 'increasing' or 'decreasing', got {monotone!r}")
-        n_genes = self.gene_count(n_layers)
-        if n_genes < 1:
-            raise LpesError(f"{self.name}: needs at least one gene, got {n_genes}")
-        self.n_layers, self.n_genes = n_layers, n_genes
+        per_band = self.gene_count(n_layers)
+        if per_band < 1:
+            raise LpesError(f"{self.name}: needs at least one gene, got {per_band}")
+        # a band-wise curve is one curve per wavelength band, its genes band after band
+        self.n_layers, self.bands, self.n_genes = n_layers, bands, per_band * bands
         self.low, self.high, self.monotone = float(low), float(high), monotone
 
     def gene_count(self, n_layers: int) -> int:
@@ -77,12 +80,12 @@ class Curve:
 
     def repair(self, genome: Sequence[float]) -> np.ndarray:
         """The nearest valid genome: right length, finite, clipped to bounds, sorted if monotone."""
-        genes = np.clip(self._finite(genome), self.low, self.high)
+        genes = np.clip(self._finite(genome), self.low, self.high).reshape(self.bands, -1)
         if self.monotone == "increasing":
-            genes = np.sort(genes)
+            genes = np.sort(genes, axis=1)
         elif self.monotone == "decreasing":
-            genes = np.sort(genes)[::-1]
-        return genes
+            genes = np.sort(genes, axis=1)[:, ::-1]
+        return genes.reshape(-1)
 
     def checked(self, genome: Sequence[float], what: str) -> np.ndarray:
         """A genome given by a user, as it is: out-of-bounds genes are an error here, not clipped (the
@@ -99,7 +102,12 @@ class Curve:
             return self.factors_tensor(torch.from_numpy(self.repair(genome).copy())).numpy()
 
     def factors_tensor(self, genes: torch.Tensor) -> torch.Tensor:
-        """Factors of an in-bounds genome (float64 tensor; traced genes give traced factors)."""
+        """Factors of an in-bounds genome (float64 tensor; traced genes give traced factors): shape
+        (n_layers,), or (n_layers, bands) for a band-wise curve."""
+        columns = [self._band_factors(band) for band in genes.reshape(self.bands, -1).unbind()]
+        return columns[0] if self.bands == 1 else torch.stack(columns, dim=1)
+
+    def _band_factors(self, genes: torch.Tensor) -> torch.Tensor:
         if self.monotone is not None:
             genes = torch.sort(genes, descending=self.monotone == "decreasing").values
         shaped = torch.as_tensor(self.shape(genes, torch.from_numpy(layer_grid(self.n_layers))), dtype=torch.float64)
@@ -115,10 +123,15 @@ class Curve:
     def fit(self, factors: Sequence[float]) -> np.ndarray:
         """The in-bounds genome whose factors are closest to ``factors`` in least squares (exact for the
         free curve): how a schedule found in one space is drawn in another (a Bezier fit of a free
-        optimum), and where a gradient search over this curve starts from a factors file."""
+        optimum), and where a gradient search over this curve starts from a factors file. A band-wise curve
+        fits one factor per layer as the same factor in every band."""
         target = torch.tensor(np.asarray(factors, dtype=float))
-        if tuple(target.shape) != (self.n_layers,):
-            raise LpesError(f"{self.name}: cannot fit {target.numel()} factors with a curve over {self.n_layers} layers")
+        shape = (self.n_layers,) if self.bands == 1 else (self.n_layers, self.bands)
+        if self.bands > 1 and tuple(target.shape) == (self.n_layers,):
+            target = target[:, None].expand(shape)
+        if tuple(target.shape) != shape:
+            raise LpesError(f"{self.name}: cannot fit factors of shape {tuple(target.shape)} with a curve over "
+                            f"{self.n_layers} layers and {self.bands} band(s)")
         mean = float(np.clip(target.mean(), self.low, self.high))
         x = torch.full((self.n_genes,), mean, dtype=torch.float64, requires_grad=True)
         opt = torch.optim.LBFGS([x], max_iter=500, tolerance_grad=1e-12, tolerance_change=1e-15,
@@ -148,9 +161,12 @@ class Curve:
         return np.full(self.n_genes, self.low), np.full(self.n_genes, self.high)
 
     def settings(self) -> dict:
+        banded = {"bands": self.bands} if self.bands > 1 else {}
         return {"name": self.name, "n_genes": self.n_genes, "low": self.low, "high": self.high,
-                "monotone": self.monotone}
+                "monotone": self.monotone} | banded
 
 
-def build_curve(cfg, n_layers: int) -> Curve:
-    return CURVES.build(cfg, n_layers=n_layers)
+def build_curve(cfg, n_layers: int, bands: int = 1) -> Curve:
+    """The curve of ``cfg`` over ``n_layers``, one per wavelength band of the scheme (``scheme.n_bands``)."""
+    # passed only when banded: a plugin curve written before bands existed still builds unbanded
+    return CURVES.build(cfg, n_layers=n_layers, **({"bands": bands} if bands > 1 else {}))

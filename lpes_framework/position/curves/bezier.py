@@ -18,9 +18,10 @@ def bernstein(control: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 @CURVES.plugin
 class BezierCurve(Curve):
-    def __init__(self, *, n_layers: int, control_points: int = 4, low: float = 1.0, high: float = 2.0, monotone=None):
+    def __init__(self, *, n_layers: int, control_points: int = 4, low: float = 1.0, high: float = 2.0, monotone=None,
+                 bands: int = 1):
         self.control_points = control_points
-        super().__init__(n_layers=n_layers, low=low, high=high, monotone=monotone)
+        super().__init__(n_layers=n_layers, low=low, high=high, monotone=monotone, bands=bands)
 
     def gene_count(self, n_layers: int) -> int:
         return self.control_points

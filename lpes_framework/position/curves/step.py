@@ -15,9 +15,10 @@ def blocks(control: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 @CURVES.plugin
 class StepCurve(Curve):
-    def __init__(self, *, n_layers: int, steps: int = 4, low: float = 1.0, high: float = 2.0, monotone=None):
+    def __init__(self, *, n_layers: int, steps: int = 4, low: float = 1.0, high: float = 2.0, monotone=None,
+                 bands: int = 1):
         self.steps = steps
-        super().__init__(n_layers=n_layers, low=low, high=high, monotone=monotone)
+        super().__init__(n_layers=n_layers, low=low, high=high, monotone=monotone, bands=bands)
 
     def gene_count(self, n_layers: int) -> int:
         return self.steps

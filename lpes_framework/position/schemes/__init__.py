@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+import numpy as np
 import torch
 
 from ...errors import LpesError
+from ..bands import banded, check_bands, model_band_check
 from ...registries import SCHEMES
 
 @dataclass(frozen=True, eq=False)
@@ -111,19 +113,34 @@ def build_scheme(cfg) -> Scheme:
     register a class whose instances have ``install(model, factors) -> handle``: schemes that cannot be
     expressed as one table per layer (head-wise Ms-PoE) bring their own patch that way.
     """
+    cfg = dict(cfg)
+    bands = cfg.pop("bands", None)
     if isinstance(SCHEMES.get(cfg["name"]), type):
+        if bands is not None:
+            raise LpesError(f"pos={cfg['name']} brings its own patch; bands apply to schemes of one table per layer")
         scheme = SCHEMES.build(cfg)
+        scheme.n_bands = 1
     else:
         fn, options = SCHEMES.options(cfg, None, 1.0, 1)
         scheme = partial(fn, **options)
-        # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
         toy = RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0)
+        n_bands = 1
+        if bands is not None:
+            bands = check_bands(bands)
+            n_bands = len(bands) + 1
+            scheme = banded(scheme, bands, cfg["name"])
+            scheme.check_model = model_band_check(bands)
+            scheme(toy, [1.0 + 0.5 * b for b in range(n_bands)], 8)  # refuses a factor-dependent scaling now
+        # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
         scheme(toy, 1.5, 8)
         # Options such as a global factor make factor 1 a real change; only the dry run can tell.
         inv_freq, scaling = scheme(toy, 1.0, 8)
         scheme.identity_at_one = torch.equal(inv_freq, toy.inv_freq) and scaling == toy.attention_scaling
         scheme.differentiable = _differentiable(scheme, toy)
-    scheme.config = dict(cfg)  # what a saved model records to rebuild it
+        scheme.n_bands = n_bands  # numbers per layer factor (``position.bands``)
+        if bands is not None:
+            cfg["bands"] = list(bands)
+    scheme.config = cfg  # what a saved model records to rebuild it
     return scheme
 
 
@@ -156,4 +173,5 @@ def is_identity(scheme, factors) -> bool:
     (an all-ones schedule of a scheme whose factor 1 is the model's own RoPE). Plugin schemes with their
     own patch say so with an ``identity_at_one`` attribute; without one they are assumed to change the
     model at 1 (Ms-PoE's head ratios apply on top of the layer factor)."""
-    return factors is not None and getattr(scheme, "identity_at_one", False) and all(f == 1.0 for f in factors)
+    return factors is not None and getattr(scheme, "identity_at_one", False) and \
+        all(np.all(np.asarray(f) == 1.0) for f in factors)

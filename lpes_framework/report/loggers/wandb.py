@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from ...position.bands import factors_json
 from ...registries import LOGGERS
 from .base import Logger
 
@@ -20,9 +21,13 @@ class WandbLogger(Logger):
         self.run = wandb.init(project=project, entity=entity, name=run_name, mode=mode, dir=str(out_dir),
                               config=config, tags=list(tags), reinit="finish_previous")
 
-    def log_generation(self, generation: int, metrics: dict, factors: Sequence[float]) -> None:
-        table = self._wandb.Table(columns=["layer", "factor"], data=[[i, float(f)] for i, f in enumerate(factors)])
-        plot = self._wandb.plot.line(table, "layer", "factor", title=f"best factors after generation {generation}")
+    def log_generation(self, generation: int, metrics: dict, factors: Sequence) -> None:
+        # one line per wavelength band (a single band 0 for one factor per layer)
+        rows = [[i, band, value] for i, f in enumerate(factors_json(factors))
+                for band, value in enumerate(f if isinstance(f, list) else [f])]
+        table = self._wandb.Table(columns=["layer", "band", "factor"], data=rows)
+        plot = self._wandb.plot.line(table, "layer", "factor", stroke="band",
+                                     title=f"best factors after generation {generation}")
         self.run.log(metrics | {"best_factors": plot}, step=generation)
 
     def log_summary(self, summary: dict) -> None:

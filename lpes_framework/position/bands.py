@@ -1,0 +1,120 @@
+"""Band-wise layer factors: one factor per decoder layer per wavelength band of the rotary dimensions.
+
+A scheme config with ``bands: [w_1, ..., w_{B-1}]`` (wavelengths in tokens, increasing) splits each layer's
+rotary dimensions by wavelength ``2*pi / inv_freq_d``: band 0 holds the dimensions of wavelength up to
+``w_1``, band b those in (w_b, w_{b+1}], the last everything above ``w_{B-1}``. A layer's factor is then B
+numbers, and dimension d takes the scheme's frequencies computed with its band's number::
+
+    inv_freq'_d = scheme(spec, factor[band(d)], L).inv_freq_d
+
+So a band-wise schedule nests the scalar one: B equal numbers give exactly the scalar factor's tables
+(every band reads the same result), and a plain number still works under a banded scheme (every band
+takes it, which is how uniform baselines and presets apply). The scheme's own per-dimension rule stays in
+force within a band (NTK's exponent, PI's ramp); what the bands add is that short-, middle- and
+long-wavelength dimensions of one layer may interpolate by different amounts, a pattern one factor per
+layer cannot draw. Schemes whose cos/sin multiplier depends on the factor (YaRN's attention scaling) have
+one multiplier per layer and so cannot be banded; they are refused when the scheme is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from ..errors import LpesError
+
+
+def check_bands(bands) -> tuple[float, ...]:
+    """Band boundaries as given in a scheme config: a non-empty increasing list of positive wavelengths."""
+    if isinstance(bands, (str, bytes)) or not isinstance(bands, Sequence) or not bands:
+        raise LpesError(f"bands must be a non-empty list of wavelengths in tokens, e.g. [64, 1024]; got {bands!r}")
+    values = []
+    for b in bands:
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
+            raise LpesError(f"bands must be positive finite wavelengths in tokens, got {list(bands)!r}")
+        values.append(float(b))
+    if any(a >= b for a, b in zip(values, values[1:])):
+        raise LpesError(f"bands must increase strictly, got {values}")
+    return tuple(values)
+
+
+def band_count(scheme_cfg: dict) -> int:
+    """Numbers per layer factor under a scheme config (1 without ``bands``)."""
+    bands = scheme_cfg.get("bands")
+    return len(bands) + 1 if bands else 1
+
+
+def band_index(inv_freq: torch.Tensor, bands: Sequence[float]) -> torch.Tensor:
+    """The band of each rotary dimension (0 .. len(bands)), by its wavelength in tokens."""
+    wavelength = 2 * math.pi / inv_freq.double()
+    return torch.bucketize(wavelength, torch.tensor(bands, dtype=torch.float64))
+
+
+def band_values(factor) -> list | None:
+    """A layer factor's per-band numbers (floats or 0-d tensors), or None for a plain number."""
+    if isinstance(factor, torch.Tensor):
+        return None if factor.dim() == 0 else list(factor.unbind())
+    if isinstance(factor, (list, tuple, np.ndarray)):
+        return list(factor)
+    return None
+
+
+def banded(scheme, bands: tuple[float, ...], name: str):
+    """``scheme`` (spec, factor, length) -> (inv_freq, scaling) taking a factor per band as well as a number."""
+
+    def run(spec, factor, seq_len: int):
+        values = band_values(factor)
+        if values is None:
+            return scheme(spec, factor, seq_len)
+        if len(values) != len(bands) + 1:
+            raise LpesError(f"pos={name}: a layer factor of {len(values)} numbers under {len(bands) + 1} bands "
+                            f"(bands {list(bands)})")
+        results = [scheme(spec, value, seq_len) for value in values]
+        scalings = {float(scaling) for _, scaling in results}
+        if len(scalings) > 1:
+            raise LpesError(f"pos={name}: its attention scaling depends on the factor, so a layer has one scaling "
+                            "and its factor cannot differ by band: drop pos.bands")
+        table = torch.stack([inv_freq for inv_freq, _ in results])  # (bands, rotary_dim / 2)
+        picked = table.gather(0, band_index(spec.inv_freq, bands)[None]).squeeze(0)
+        return picked, results[0][1]
+
+    return run
+
+
+def empty_bands(inv_freq: torch.Tensor, bands: Sequence[float]) -> list[int]:
+    """Bands that hold no rotary dimension of a model (their factors would change nothing)."""
+    counts = torch.bincount(band_index(inv_freq, bands), minlength=len(bands) + 1)
+    return [b for b, n in enumerate(counts.tolist()) if n == 0]
+
+
+def model_band_check(bands: tuple[float, ...]):
+    """A scheme's ``check_model(info)``: the bands' emptiness judged from the model's config before its
+    weights load (default RoPE frequencies from ``rope_theta`` and the head size; the patch repeats the check
+    on the model's own frequencies, which rope types such as llama3 reshape)."""
+
+    def check_model(info) -> None:
+        if not info.rope_theta or not info.head_dim:
+            return  # per-layer-type bases (Gemma3): only the patch's check applies
+        dim = int(info.head_dim * (info.rope_parameters or {}).get("partial_rotary_factor", 1.0))
+        inv_freq = 1.0 / info.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        empty = empty_bands(inv_freq, bands)
+        if empty:
+            raise LpesError(f"pos.bands={list(bands)}: band(s) {empty} hold no rotary dimension of {info.name} "
+                            f"(wavelengths {2 * math.pi / float(inv_freq.max()):.0f} to "
+                            f"{2 * math.pi / float(inv_freq.min()):.0f} tokens)")
+
+    return check_model
+
+
+def factor_key(factor):
+    """A layer factor as a hashable value: a float, or a tuple of floats for a band-wise one."""
+    values = band_values(factor)
+    return float(factor) if values is None else tuple(float(v) for v in values)
+
+
+def factors_json(factors) -> list:
+    """Layer factors as JSON values: floats, or lists of floats for band-wise ones."""
+    return [f if isinstance(f, float) else list(f) for f in map(factor_key, factors)]
