@@ -35,7 +35,8 @@ def mean_control(factors: str, out: Path) -> tuple[str, float]:
     from lpes_framework.model.factors import is_preset, load_factors, write_json_atomic
 
     record = load_factors(factors)
-    mean = round(math.exp(sum(math.log(f) for f in record["factors"]) / len(record["factors"])), 4)
+    values = [v for f in record["factors"] for v in (f if isinstance(f, list) else [f])]  # every band's too
+    mean = round(math.exp(sum(math.log(v) for v in values) / len(values)), 4)
     folder = out / f"{factors}-mean" if is_preset(factors) else Path(factors).parent / "uniform-mean"
     path = folder / "best_factors.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -137,6 +137,8 @@ def test_a_gradient_search_over_bands_runs_and_its_answer_is_evaluated(tmp_path)
     assert record["curve"]["bands"] == 2 and record["scheme"]["bands"] == [100]
     assert all(len(f) == 2 and all(math.isfinite(v) for v in f) for f in record["factors"])
     assert re.search(r"`\(\d\.\d{3}, \d\.\d{3}\), ", (out / "report.md").read_text())  # a layer's two bands
+    status = run_cli("lpes_framework.commands.status", str(out)).stdout
+    assert re.search(r"factors \d\.\d{3}-\d\.\d{3}, generation", status)  # the range over every band
     evaluated = tmp_path / "eval"
     run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{out / 'best_factors.json'}]",
             "methods.uniform=[]", f"hydra.run.dir={evaluated}")

@@ -25,12 +25,16 @@ CHECKPOINT_VERSION = 2
 LEGACY_CHECKPOINT = "checkpoint.pkl"  # version 1: a pickle, refused unread
 
 
+def _rounded(factor):
+    """A layer factor to 1e-9: a number, or a band-wise factor's numbers (a sequence or an array row)."""
+    if hasattr(factor, "__len__"):
+        return [round(float(v), 9) for v in factor]
+    return round(float(factor), 9)
+
+
 def cache_key(factors, regime: dict) -> str:
     """Identity of an evaluation: the factors (to 1e-9) and everything that changes the scores."""
-    from ..position.bands import factors_json
-
-    rounded = None if factors is None else [
-        [round(v, 9) for v in f] if isinstance(f, list) else round(f, 9) for f in factors_json(factors)]
+    rounded = None if factors is None else [_rounded(f) for f in factors]
     payload = json.dumps({"factors": rounded, **regime}, sort_keys=True, default=str)
     return hashlib.sha1(payload.encode()).hexdigest()
 

@@ -7,7 +7,8 @@ Schema ``lpes.factors`` version 1 (a JSON object)::
     scheme:   {name, **options}        position scheme config (rope | pi | ntk | yarn | a plugin's)
     curve:    {name, n_genes, low, high, monotone} or null
     genome:   [float, ...] or null     the curve's genes
-    factors:  [float, ...]             one factor per decoder layer (what inference uses)
+    factors:  [float, ...]             one factor per decoder layer (what inference uses); under a scheme
+                                       with ``bands``, one list of band factors per layer
     metrics:  {...}                    free-form: scores of the search and the held-out test
     task:     {name, **options} or absent   the task the factors were searched on (re-test regime)
     run:      {command, config, model} or absent   the search's run record (``spec.RunSpec``)

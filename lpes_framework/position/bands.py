@@ -84,10 +84,15 @@ def banded(scheme, bands: tuple[float, ...], name: str):
     return run
 
 
-def empty_bands(inv_freq: torch.Tensor, bands: Sequence[float]) -> list[int]:
-    """Bands that hold no rotary dimension of a model (their factors would change nothing)."""
+def check_occupied(inv_freq: torch.Tensor, bands: Sequence[float], model: str) -> None:
+    """Refuse bands that hold no rotary dimension of a model: their factors would change nothing, and a
+    search would spend genes on them."""
     counts = torch.bincount(band_index(inv_freq, bands), minlength=len(bands) + 1)
-    return [b for b, n in enumerate(counts.tolist()) if n == 0]
+    empty = [b for b, n in enumerate(counts.tolist()) if n == 0]
+    if empty:
+        raise LpesError(f"pos.bands={list(bands)}: band(s) {empty} hold no rotary dimension of {model} "
+                        f"(wavelengths {2 * math.pi / float(inv_freq.max()):.0f} to "
+                        f"{2 * math.pi / float(inv_freq.min()):.0f} tokens)")
 
 
 def model_band_check(bands: tuple[float, ...]):
@@ -99,12 +104,7 @@ def model_band_check(bands: tuple[float, ...]):
         if not info.rope_theta or not info.head_dim:
             return  # per-layer-type bases (Gemma3): only the patch's check applies
         dim = int(info.head_dim * (info.rope_parameters or {}).get("partial_rotary_factor", 1.0))
-        inv_freq = 1.0 / info.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
-        empty = empty_bands(inv_freq, bands)
-        if empty:
-            raise LpesError(f"pos.bands={list(bands)}: band(s) {empty} hold no rotary dimension of {info.name} "
-                            f"(wavelengths {2 * math.pi / float(inv_freq.max()):.0f} to "
-                            f"{2 * math.pi / float(inv_freq.min()):.0f} tokens)")
+        check_occupied(1.0 / info.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim), bands, info.name)
 
     return check_model
 

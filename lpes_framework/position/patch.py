@@ -11,7 +11,6 @@ own frequencies keep the model's own tables, which makes an all-ones schedule bi
 from __future__ import annotations
 
 import inspect
-import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -20,7 +19,7 @@ import torch
 
 from ..errors import LpesError
 from ..hf import text_config
-from .bands import empty_bands, factor_key
+from .bands import check_occupied, factor_key
 from .schemes import RopeSpec, Scheme, check_factor
 
 # These rope types recompute their frequencies from the running length inside the rotary module; a
@@ -105,13 +104,8 @@ def check_bands_fit(scheme, specs: Sequence[RopeSpec], factors) -> None:
     if width - {1, n_bands}:
         raise LpesError(f"factors of {width.pop()} numbers per layer under a scheme of {n_bands} band(s)")
     if n_bands > 1:
-        bands = scheme.config["bands"]
         for spec in {spec.key: spec for spec in specs}.values():
-            empty = empty_bands(spec.inv_freq, bands)
-            if empty:
-                raise LpesError(f"pos.bands={bands}: band(s) {empty} hold no rotary dimension of this model "
-                                f"(wavelengths {2 * math.pi / float(spec.inv_freq.max()):.0f} to "
-                                f"{2 * math.pi / float(spec.inv_freq.min()):.0f} tokens)")
+            check_occupied(spec.inv_freq, scheme.config["bands"], "this model")
 
 
 class PatchHandle:
