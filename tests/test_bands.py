@@ -150,3 +150,17 @@ def test_an_empty_band_is_refused_from_the_config_before_the_weights_load(tmp_pa
                      check=False)
     assert result.returncode != 0 and "band(s) [2] hold no rotary dimension of tiny" in result.stderr
     assert not (tmp_path / "evaluations.jsonl").exists()
+
+
+def test_a_band_wise_patched_model_generates_and_reloads_with_its_bands(tmp_path):
+    from lpes_framework import load_patched, save_patched
+
+    model = tiny_model("qwen2")
+    prompt = torch.randint(3, 97, (1, 16), generator=torch.Generator().manual_seed(1))
+    factors = [(1.0, 1.5, 2.0), (0.8, 1.0, 1.2), (1.3, 1.3, 1.3), (2.0, 0.7, 1.0)]
+    handle = apply_layer_scaling(model, factors, build_scheme({"name": "pi", "bands": BANDS}))
+    expected = model.generate(prompt, max_new_tokens=8, do_sample=False, min_new_tokens=8)  # batched decode tables
+    save_patched(model, handle, tmp_path / "saved")
+    reloaded, reloaded_handle = load_patched(tmp_path / "saved")
+    assert reloaded_handle.factors == factors and reloaded_handle.scheme.n_bands == 3
+    assert torch.equal(reloaded.generate(prompt, max_new_tokens=8, do_sample=False, min_new_tokens=8), expected)

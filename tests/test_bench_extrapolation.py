@@ -31,3 +31,16 @@ def test_a_file_control_lives_beside_the_file(tmp_path):
     assert Path(path) == Path(preset).parent / "uniform-mean" / "best_factors.json"
     assert not (tmp_path / "unused").exists()
     _check(path, mean, load_factors(preset))
+
+
+def test_a_band_wise_files_control_is_the_mean_over_every_layer_and_band(tmp_path):
+    from lpes_framework.model.factors import factors_record, write_json_atomic
+
+    source = tmp_path / "run" / "best_factors.json"
+    source.parent.mkdir()
+    record = factors_record(model=load_factors("qwen2.5-coder-0.5b")["model"], scheme={"name": "ntk", "bands": [128]},
+                            factors=[[0.5, 2.0]] * 12 + [[1.0, 4.0]] * 12)
+    write_json_atomic(source, record)
+    path, mean = mean_control(str(source), tmp_path)
+    assert mean == round(math.sqrt(2.0), 4)  # exp of the mean log over all 48 numbers
+    assert load_factors(path)["factors"] == [mean] * 24
