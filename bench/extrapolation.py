@@ -33,9 +33,10 @@ def mean_control(factors: str, out: Path) -> tuple[str, float]:
     import math
 
     from lpes_framework.model.factors import is_preset, load_factors, write_json_atomic
+    from lpes_framework.position.bands import all_values
 
     record = load_factors(factors)
-    values = [v for f in record["factors"] for v in (f if isinstance(f, list) else [f])]  # every band's too
+    values = all_values(record["factors"])  # every band's too
     mean = round(math.exp(sum(math.log(v) for v in values) / len(values)), 4)
     folder = out / f"{factors}-mean" if is_preset(factors) else Path(factors).parent / "uniform-mean"
     path = folder / "best_factors.json"

@@ -9,11 +9,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from extrapolation import mean_control  # noqa: E402
 
 from lpes_framework.model.factors import load_factors  # noqa: E402
+from lpes_framework.position.bands import all_values  # noqa: E402
 
 
 def _check(path: str, mean: float, source: dict) -> None:
     record = load_factors(path)
-    geometric = math.exp(sum(math.log(f) for f in source["factors"]) / len(source["factors"]))
+    values = all_values(source["factors"])
+    geometric = math.exp(sum(math.log(v) for v in values) / len(values))
     assert mean == round(geometric, 4)
     assert record["factors"] == [mean] * len(source["factors"])
     assert record["scheme"] == source["scheme"] and record["model"] == source["model"]

@@ -115,6 +115,11 @@ def factor_key(factor):
     return float(factor) if values is None else tuple(float(v) for v in values)
 
 
+def all_values(factors) -> list[float]:
+    """Every number of a schedule: its factors, or every band's of a band-wise one."""
+    return [v for f in factors_json(factors) for v in (f if isinstance(f, list) else [f])]
+
+
 def factors_json(factors) -> list:
     """Layer factors as JSON values: floats, or lists of floats for band-wise ones."""
     return [f if isinstance(f, float) else list(f) for f in map(factor_key, factors)]
