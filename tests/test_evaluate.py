@@ -107,3 +107,23 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
     assert "2 of 2 methods reused" in proc.stdout and len(rows_of(grown)) == 4
     counts = json.loads((grown / "results.json").read_text())["methods"]["unpatched"]["scores"]["kv_retrieval"]
     assert {stats["count"] for stats in counts.values()} == {1}
+
+
+def test_two_methods_of_one_name_in_rows_jsonl_are_told_apart_never_merged(tmp_path):
+    """Rows reused from another folder may carry a method name this run uses too (two run folders named
+    ``search`` both give ``file search``): an analysis must not take one for the other."""
+    from lpes_framework.evaluation.results import ScoreRow, rows_to_json
+    from lpes_framework.io.store import JsonLog
+
+    def rows(draws, logprob):
+        return {"kv": [ScoreRow(position=0, logprob=logprob, exact=True, first=True, first_logprob=logprob, tokens=2,
+                                draw=d) for d in draws]}
+
+    log = JsonLog(tmp_path / "rows.jsonl")
+    log.append({"key": "aaaaaaaa11", "method": "file search", "rows": rows_to_json(rows(range(2), -0.5))})
+    log.append({"key": "aaaaaaaa22", "method": "file search", "rows": rows_to_json(rows(range(4), -0.5))})  # grown
+    log.append({"key": "bbbbbbbb33", "method": "file search", "rows": rows_to_json(rows(range(3), -0.2))})  # another
+    log.append({"key": "cccccccc44", "method": "unpatched", "rows": rows_to_json(rows(range(4), -0.9))})
+    logged = logged_rows(tmp_path)
+    assert sorted(logged) == ["file search [aaaaaaaa]", "file search [bbbbbbbb]", "unpatched"]
+    assert len(logged["file search [aaaaaaaa]"]["kv"]) == 4 and len(logged["file search [bbbbbbbb]"]["kv"]) == 3

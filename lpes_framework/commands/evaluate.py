@@ -117,16 +117,38 @@ def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at)
 def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
     """Each method's per-sample rows in an evaluate folder, from its most complete ``rows.jsonl`` record (a
     method grown to more haystacks keeps its shorter records too): the input of analyses made afterwards.
-    Rows come sorted by draw and position, so two methods' rows of the same draws pair up in order."""
-    rows: dict[str, dict[str, list[ScoreRow]]] = {}
+    Rows come sorted by draw and position, so two methods' rows of the same draws pair up in order.
+
+    Two records of one name whose rows differ on the samples both hold are two methods (rows reused from
+    another folder whose run folder had the same name, e.g. two ``file search``): each is then named
+    ``<name> [<first 8 hex of its record key>]``, never one silently taken for the other."""
+    groups: dict[str, list[tuple[str, dict]]] = {}  # name -> [(record key, rows by task)] of distinct methods
     for record in JsonLog(Path(out_dir) / "rows.jsonl").read():
         if record.get("kind") == KEY:
             continue
         per_task = {task: sorted(per, key=lambda r: (r.draw, r.position))
                     for task, per in rows_from_json(record["rows"]).items()}
-        if sum(map(len, per_task.values())) >= sum(map(len, rows.get(record["method"], {}).values())):
-            rows[record["method"]] = per_task
-    return rows
+        same = groups.setdefault(record["method"], [])
+        match = next((i for i, (_, held) in enumerate(same) if _agree(held, per_task)), None)
+        if match is None:
+            same.append((record["key"], per_task))
+        elif _size(per_task) >= _size(same[match][1]):
+            same[match] = (record["key"], per_task)
+    return {name if len(same) == 1 else f"{name} [{key[:8]}]": per
+            for name, same in groups.items() for key, per in same}
+
+
+def _size(per_task: dict) -> int:
+    return sum(map(len, per_task.values()))
+
+
+def _agree(a: dict, b: dict) -> bool:
+    """Whether two records' rows are the same on every (task, haystack, gold position) both hold."""
+    for task in a.keys() & b.keys():
+        mine = {(r.draw, str(r.position)): r for r in a[task]}
+        if any(mine.get((r.draw, str(r.position)), r) != r for r in b[task]):
+            return False
+    return True
 
 
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
