@@ -164,3 +164,13 @@ def test_a_band_wise_patched_model_generates_and_reloads_with_its_bands(tmp_path
     reloaded, reloaded_handle = load_patched(tmp_path / "saved")
     assert reloaded_handle.factors == factors and reloaded_handle.scheme.n_bands == 3
     assert torch.equal(reloaded.generate(prompt, max_new_tokens=8, do_sample=False, min_new_tokens=8), expected)
+
+
+def test_a_uniform_method_under_a_banded_scheme_is_keyed_as_the_unbanded_one():
+    from lpes_framework.commands.evaluate import plan_methods
+    from lpes_framework.config import compose_config
+    from lpes_framework.model.load import identify
+
+    cfg = compose_config("evaluate", ["model=tiny", "pos=ntk", "+pos.bands=[100]", "methods.uniform=[1.5]"])
+    methods = plan_methods(cfg, {"name": "ntk", "bands": [100]}, identify(cfg.model))
+    assert methods["uniform ntk 1.5"] == ([1.5] * 4, {"name": "ntk"})  # rows shared with pos=ntk's

@@ -53,9 +53,12 @@ def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | N
     m = cfg.methods
     if m.baseline:
         methods["unpatched"] = (None, scheme_cfg)
+    # a uniform factor is one number in every band, the same tables with or without bands: keyed without
+    # them, so its rows are shared with (and reused from) the unbanded scheme's
+    uniform_cfg = {k: v for k, v in scheme_cfg.items() if k != "bands"}
     for s in m.uniform or []:
         s = number(s, "methods.uniform")
-        methods[uniform_method_name(scheme_cfg["name"], s)] = (validate_factors([s] * n_layers, n_layers), scheme_cfg)
+        methods[uniform_method_name(scheme_cfg["name"], s)] = (validate_factors([s] * n_layers, n_layers), uniform_cfg)
     for path, name in file_method_names(m.factors_files or []).items():
         record = load_checked(path, info, bool(cfg.allow_foreign))
         methods[name] = (record["factors"], record["scheme"])

@@ -12,9 +12,9 @@
 set -eo pipefail
 run=docs/runs/qwen-gradient-bands
 # the preset this run started from and was tested against: 0g's schedule, shipped as qwen2.5-coder-0.5b until
-# this run's answer replaced it (the run itself named it by the preset's name, which is why its rows say
-# "preset qwen2.5-coder-0.5b")
-previous=docs/runs/qwen-gradient-ntk-preset/search/best_factors.json
+# this run's answer replaced it; its file as shipped then is kept in previous/ (the search's record names it
+# by the preset's name, which it was when the search ran)
+previous=$run/previous/best_factors.json
 python -m lpes_framework experiment=qwen-gradient pos=ntk '+pos.bands=[128,2048]' \
     optimizer.start=$previous optimizer.schedule=cosine optimizer.lr=0.03 optimizer.lr_min=0.003 \
     optimizer.steps=16 optimizer.eval_every=8 optimizer.contexts_per_step=3 validation.top_k=2 \
@@ -22,6 +22,6 @@ python -m lpes_framework experiment=qwen-gradient pos=ntk '+pos.bands=[128,2048]
 here=$run/heldout
 mkdir -p $here
 [ -e $here/rows.jsonl ] || cp docs/runs/qwen-gradient-ntk-preset/heldout/rows.jsonl $here/rows.jsonl
-python bench/heldout_gain.py --preset $run/search/best_factors.json --samples 100 --uniform \
+python bench/heldout_gain.py --preset $run/search/best_factors.json --samples 100 --uniform 1.5 \
     --versus $previous --out $here | tee $here/heldout.txt
 python -m lpes_framework.commands.analysis versus $here --method "file search [dc36c3b0]" --blocks 0-49 50-99 | tee $here/versus.txt
