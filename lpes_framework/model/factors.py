@@ -67,13 +67,13 @@ def validate_record(record: Any, source: str) -> dict:
         values = validate_factors(factors, len(factors))
     except LpesError as exc:
         raise LpesError(f"{source}: {exc}") from None
-    bands = (record.get("scheme") or {}).get("bands")
+    if not isinstance(record.get("scheme"), dict) or "name" not in record["scheme"]:
+        raise LpesError(f"{source}: 'scheme' must be an object with a 'name'")
+    bands = record["scheme"].get("bands")
     width = len(values[0]) if isinstance(values[0], tuple) else 1
     if width > 1 and (not isinstance(bands, list) or len(bands) + 1 != width):
         raise LpesError(f"{source}: factors of {width} numbers per layer, but its scheme has bands {bands!r} "
                         f"(needs {width - 1} band boundaries)")
-    if not isinstance(record.get("scheme"), dict) or "name" not in record["scheme"]:
-        raise LpesError(f"{source}: 'scheme' must be an object with a 'name'")
     return record
 
 
