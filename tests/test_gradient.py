@@ -332,7 +332,7 @@ def test_a_scheme_or_curve_without_a_gradient_is_one_line(tmp_path, monkeypatch)
         def shape(self, genes, t):
             return np.where(np.arange(len(t)) % 2 == 0, float(genes[0]), float(genes[1]))
 
-    monkeypatch.setattr(search, "build_curve", lambda cfg, n: NumpyCurve(n_layers=n, low=0.5, high=3.0))
+    monkeypatch.setattr(search, "build_curve", lambda cfg, n, bands: NumpyCurve(n_layers=n, low=0.5, high=3.0))
     with pytest.raises(LpesError, match="curve=numpy_curve maps genes to factors without a gradient"):
         search.run_search(compose_config("config", GRADIENT), tmp_path)
 

@@ -210,7 +210,7 @@ def test_the_wandb_logger_gets_every_generation_and_the_summary(tmp_path, monkey
     fake = ModuleType("wandb")  # a module with a spec: libraries that probe for wandb (find_spec) accept it
     fake.__spec__ = ModuleSpec("wandb", None)
     fake.init, fake.Table = init, lambda columns, data: data
-    fake.plot = SimpleNamespace(line=lambda table, x, y, title: table)
+    fake.plot = SimpleNamespace(line=lambda table, x, y, stroke, title: table)
     monkeypatch.setitem(sys.modules, "wandb", fake)  # wandb's own client would need a login or write binary files
     run_search(compose_config("config", [*TINY_SEARCH, "optimizer.generations=2", "logger=wandb"]), tmp_path)
     assert calls["init"]["mode"] == "offline" and calls["init"]["project"] == "lpes"  # offline unless told
@@ -218,7 +218,8 @@ def test_the_wandb_logger_gets_every_generation_and_the_summary(tmp_path, monkey
     log = json.loads((tmp_path / "checkpoint.json").read_text())["log"]
     assert [step for step, _ in calls["log"]] == [entry["generation"] for entry in log] == [1, 2]
     assert [m["best_fitness"] for _, m in calls["log"]] == [entry["best_fitness"] for entry in log]
-    assert all(len(m["best_factors"]) == 4 for _, m in calls["log"])  # one (layer, factor) row per layer
+    assert all(len(m["best_factors"]) == 4 for _, m in calls["log"])  # one (layer, band, factor) row per layer
+    assert all(row[1] == 0 for _, m in calls["log"] for row in m["best_factors"])  # one band: band 0
     best = json.loads((tmp_path / "best_factors.json").read_text())
     assert run.summary == {"best_fitness": best["metrics"]["search"]["fitness"]} and calls["finish"] == 1
 

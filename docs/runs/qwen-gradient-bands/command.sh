@@ -6,9 +6,9 @@
 # above 2048 (18, 2.6K-4.1M tokens: barely turn over the context). The free curve over 24 layers x 3 bands = 72
 # genes, Adam on log genes, cosine step 0.03 -> 0.003 (0g's), 16 steps of 3 fresh search-split haystacks, the
 # current factors scored on the fixed 20-haystack search split every 8 steps, validation top 2 on 20 fresh
-# haystacks; then 100 held-out test haystacks x 10 positions against the unpatched model and the preset,
-# reusing 0g's rows. About 1 h 30 min alone on the 2 CPU cores; resumable: pass resume=true. Run from a git
-# worktree (PYTHONPATH=<worktree>).
+# haystacks; then 200 held-out test haystacks x 10 positions against the unpatched model and the preset,
+# reusing 0g's rows (first run at 100, then grown to 200: only the new haystacks are scored). About 1 h 30 min
+# alone on the 2 CPU cores; resumable: pass resume=true. Run from a git worktree (PYTHONPATH=<worktree>).
 set -eo pipefail
 run=docs/runs/qwen-gradient-bands
 # the preset this run started from and was tested against: 0g's schedule, shipped as qwen2.5-coder-0.5b until
@@ -22,6 +22,6 @@ python -m lpes_framework experiment=qwen-gradient pos=ntk '+pos.bands=[128,2048]
 here=$run/heldout
 mkdir -p $here
 [ -e $here/rows.jsonl ] || cp docs/runs/qwen-gradient-ntk-preset/heldout/rows.jsonl $here/rows.jsonl
-python bench/heldout_gain.py --preset $run/search/best_factors.json --samples 100 --uniform 1.5 \
+python bench/heldout_gain.py --preset $run/search/best_factors.json --samples 200 --uniform 1.5 \
     --versus $previous --out $here | tee $here/heldout.txt
-python -m lpes_framework.commands.analysis versus $here --method "file search [dc36c3b0]" --blocks 0-49 50-99 | tee $here/versus.txt
+python -m lpes_framework.commands.analysis versus $here --method "file search [dc36c3b0]" --blocks 0-99 100-199 | tee $here/versus.txt
