@@ -121,9 +121,10 @@ def test_two_methods_of_one_name_in_rows_jsonl_are_told_apart_never_merged(tmp_p
 
     log = JsonLog(tmp_path / "rows.jsonl")
     log.append({"key": "aaaaaaaa11", "method": "file search", "rows": rows_to_json(rows(range(2), -0.5))})
-    log.append({"key": "aaaaaaaa22", "method": "file search", "rows": rows_to_json(rows(range(4), -0.5))})  # grown
+    log.append({"key": "dddddddd22", "method": "file search", "rows": rows_to_json(rows(range(4), -0.5))})  # grown
     log.append({"key": "bbbbbbbb33", "method": "file search", "rows": rows_to_json(rows(range(3), -0.2))})  # another
     log.append({"key": "cccccccc44", "method": "unpatched", "rows": rows_to_json(rows(range(4), -0.9))})
     logged = logged_rows(tmp_path)
     assert sorted(logged) == ["file search [aaaaaaaa]", "file search [bbbbbbbb]", "unpatched"]
+    # named by its first record (the name holds as it grows), holding its most complete rows
     assert len(logged["file search [aaaaaaaa]"]["kv"]) == 4 and len(logged["file search [bbbbbbbb]"]["kv"]) == 3

@@ -124,8 +124,9 @@ def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
 
     Two records of one name whose rows differ on the samples both hold are two methods (rows reused from
     another folder whose run folder had the same name, e.g. two ``file search``): each is then named
-    ``<name> [<first 8 hex of its record key>]``, never one silently taken for the other."""
-    groups: dict[str, list[tuple[str, dict]]] = {}  # name -> [(record key, rows by task)] of distinct methods
+    ``<name> [<first 8 hex of its first record's key>]`` (a name that stays as the method grows), never one
+    silently taken for the other."""
+    groups: dict[str, list[tuple[str, dict]]] = {}  # name -> [(first record key, rows by task)] of distinct methods
     for record in JsonLog(Path(out_dir) / "rows.jsonl").read():
         if record.get("kind") == KEY:
             continue
@@ -136,7 +137,7 @@ def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
         if match is None:
             same.append((record["key"], per_task))
         elif _size(per_task) >= _size(same[match][1]):
-            same[match] = (record["key"], per_task)
+            same[match] = (same[match][0], per_task)
     return {name if len(same) == 1 else f"{name} [{key[:8]}]": per
             for name, same in groups.items() for key, per in same}
 
