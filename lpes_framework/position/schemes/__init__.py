@@ -16,7 +16,8 @@ take the full factor, and the ones between follow a linear ramp (YaRN's "by part
 Without ``wavelength_high`` the ramp is a step at ``wavelength_low``. A factor of exactly 1 returns the
 model's frequencies unchanged, so an all-ones schedule is bit-identical to the unpatched model.
 
-Factors may be floats or 0-d tensors that carry a gradient (the gradient optimizer's layer factors).
+Factors may be floats or 0-d tensors that carry a gradient (the gradient optimizer's layer factors); under
+a config with ``bands``, also one number per wavelength band (``position.bands`` wraps the scheme).
 Both go through the same torch operations in float64 (``as_factor``), so a tensor gives bit-identical
 tables to the float it holds, and the frequencies are differentiable in the factor. Where a scheme
 returns the model's own frequencies at factor 1, a traced factor keeps the value and takes the
