@@ -32,12 +32,13 @@ def mean_control(factors: str, out: Path) -> tuple[str, float]:
     as ``<preset>-mean/``, kept there like the rows it scores), with the same scheme and model identity."""
     import math
 
+    import numpy as np
+
     from lpes_framework.model.factors import is_preset, load_factors, write_json_atomic
-    from lpes_framework.position.bands import all_values
+    from lpes_framework.position.bands import factor_table
 
     record = load_factors(factors)
-    values = all_values(record["factors"])  # every band's too
-    mean = round(math.exp(sum(math.log(v) for v in values) / len(values)), 4)
+    mean = round(math.exp(float(np.log(factor_table(record["factors"])).mean())), 4)  # every band's too
     folder = out / f"{factors}-mean" if is_preset(factors) else Path(factors).parent / "uniform-mean"
     path = folder / "best_factors.json"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,12 +9,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from extrapolation import mean_control  # noqa: E402
 
 from lpes_framework.model.factors import load_factors  # noqa: E402
-from lpes_framework.position.bands import all_values  # noqa: E402
+from lpes_framework.position.bands import factor_table  # noqa: E402
 
 
 def _check(path: str, mean: float, source: dict) -> None:
     record = load_factors(path)
-    values = all_values(source["factors"])
+    values = factor_table(source["factors"]).ravel().tolist()
     geometric = math.exp(sum(math.log(v) for v in values) / len(values))
     assert mean == round(geometric, 4)
     assert record["factors"] == [mean] * len(source["factors"])

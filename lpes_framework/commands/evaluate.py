@@ -22,6 +22,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, plain, prepare, task_specs
+from ..position.bands import band_count
 from ..position.curves import build_curve
 from ..errors import LpesError
 from ..evaluation.comparison import Comparison, format_intervals, format_table, uniform_method_name
@@ -70,7 +71,7 @@ def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | N
         check_scheme_for(build_scheme(options), info)
         methods[name] = (validate_factors([1.0] * n_layers, n_layers), options)
     if m.genomes:
-        curve = build_curve(plain(cfg.curve), n_layers, bands=build_scheme(scheme_cfg).n_bands)
+        curve = build_curve(plain(cfg.curve), n_layers, bands=band_count(scheme_cfg))
         for name, genome in m.genomes.items():
             genes = curve.checked(list(genome), f"methods.genomes.{name}")
             methods[f"{curve.name} {name}"] = (curve.factors(genes).tolist(), scheme_cfg)

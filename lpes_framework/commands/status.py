@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 
 from ..errors import LpesError
-from ..position.bands import all_values
+from ..position.bands import factor_table
 from ..io.store import JsonLog, RunStore
 
 TOP = 5
@@ -74,9 +74,9 @@ def status(run_dir: Path) -> str:
     lines += ["", "exact match % by gold position (search split)", f"{'unpatched':>18}  {_accuracy_line(baseline['scores'])}"]
     for rank, r in enumerate(ranked[:TOP], 1):
         genome = ", ".join(f"{g:.3f}" for g in r["genome"])
-        values = all_values(r["factors"])  # band-wise: every band's
+        values = factor_table(r["factors"])  # band-wise: every band's
         lines.append(f"{rank}. fitness {r['outcome']['fitness']:+.4f}  {_accuracy_line(r['scores'])}   genome [{genome}], "
-                     f"factors {min(values):.3f}-{max(values):.3f}, generation {r['generation']}")
+                     f"factors {values.min():.3f}-{values.max():.3f}, generation {r['generation']}")
     by_generation: dict[int, list[float]] = {}
     for r in candidates:
         by_generation.setdefault(r["generation"], []).append(r["outcome"]["fitness"])

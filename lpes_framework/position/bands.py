@@ -115,9 +115,9 @@ def factor_key(factor):
     return float(factor) if values is None else tuple(float(v) for v in values)
 
 
-def all_values(factors) -> list[float]:
-    """Every number of a schedule: its factors, or every band's of a band-wise one."""
-    return [v for f in factors_json(factors) for v in (f if isinstance(f, list) else [f])]
+def factor_table(factors) -> np.ndarray:
+    """A schedule as a (layers, bands) array: one column for one factor per layer."""
+    return np.asarray(factors_json(factors), dtype=float).reshape(len(factors), -1)
 
 
 def factors_json(factors) -> list:

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..evaluation.results import PositionStats, Scores  # noqa: E402
+from ..position.bands import factor_table  # noqa: E402
 from ..tasks.base import WHOLE_TEXT, whole_text  # noqa: E402
 
 
@@ -67,7 +68,7 @@ def plot_factors(curves: Mapping[str, Sequence], path: Path, title: str = "facto
     """One line per schedule, or per band of a band-wise one (layers x bands)."""
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, factors in curves.items():
-        table = np.asarray(factors, dtype=float).reshape(len(factors), -1)
+        table = factor_table(factors)
         for band, column in enumerate(table.T):
             label = name if table.shape[1] == 1 else f"{name}, band {band}"
             ax.plot(range(len(column)), column, marker=".", label=label)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ...position.bands import factors_json
+import numpy as np
+
+from ...position.bands import factor_table
 from ...registries import LOGGERS
 from .base import Logger
 
@@ -23,8 +25,7 @@ class WandbLogger(Logger):
 
     def log_generation(self, generation: int, metrics: dict, factors: Sequence) -> None:
         # one line per wavelength band (a single band 0 for one factor per layer)
-        rows = [[i, band, value] for i, f in enumerate(factors_json(factors))
-                for band, value in enumerate(f if isinstance(f, list) else [f])]
+        rows = [[layer, band, float(value)] for (layer, band), value in np.ndenumerate(factor_table(factors))]
         table = self._wandb.Table(columns=["layer", "band", "factor"], data=rows)
         plot = self._wandb.plot.line(table, "layer", "factor", stroke="band",
                                      title=f"best factors after generation {generation}")
