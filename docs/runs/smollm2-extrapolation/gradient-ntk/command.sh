@@ -9,11 +9,14 @@
 # pass (checkpoint_layers); 5 cosine steps from lr 0.1; the genes scored on the fixed search split (one 12K
 # window, one 8K window) at the start and the end; validation top 2; then the test split next to the uniform
 # baselines (bench/extrapolation.py, which reuses docs/runs/smollm2-extrapolation/12288's rows).
+# The experiment's GA settings are deleted (`~optimizer.population` ...): optimizer=gradient takes none of them.
 # Resumable: the same command continues a killed run.
 set -eo pipefail
 run=docs/runs/smollm2-extrapolation/gradient-ntk
 resume=$([ -f $run/evaluations.jsonl ] && echo true || echo false)  # a first start has nothing to resume
 python -m lpes_framework experiment=smollm2-extrapolation optimizer=gradient curve=free '~extra_tasks.passkey' \
+    '~optimizer.population' '~optimizer.parents' '~optimizer.mutations' '~optimizer.crossovers' \
+    '~optimizer.generations' '~optimizer.init_uniform' \
     threads=${THREADS:-2} progress=false resume=$resume \
     task.windows=1 extra_tasks.inside.windows=1 optimizer.checkpoint_layers=true optimizer.contexts_per_step=1 \
     optimizer.steps=5 optimizer.eval_every=5 optimizer.schedule=cosine optimizer.lr=0.1 optimizer.lr_min=0.01 \
