@@ -127,6 +127,16 @@ class Registry(Generic[T]):
         options = {k: v for k, v in dict(cfg).items() if k != "name"} | extra
         factory = self.get(cfg["name"])
         signature = inspect.signature(factory)
+        accepted = _accepted_options(factory)
+        unknown = [k for k in options if accepted is not None and k not in accepted]
+        if unknown:
+            # the usual cause: an experiment written for another entry (a GA's population under
+            # optimizer=gradient), whose keys Hydra merges into whichever entry is chosen
+            positional = list(signature.parameters)[:len(args)]
+            known = [k for k in accepted if k not in positional and k not in extra]  # what a config may set
+            raise LpesError(f"{self.kind} '{cfg['name']}': unexpected keyword option(s) {', '.join(unknown)} "
+                            f"(it takes {', '.join(known) or 'none'}); a key left by a config for another "
+                            f"{self.kind} is deleted on the command line with ~<group>.<key>")
         try:
             signature.bind(*args, **options)
         except TypeError as exc:
@@ -143,3 +153,18 @@ class Registry(Generic[T]):
         """Instantiate the entry named by ``cfg['name']`` with the remaining keys as options."""
         factory, options = self.options(cfg, *args, **extra)
         return factory(*args, **options)
+
+
+def _accepted_options(factory) -> list[str] | None:
+    """The keyword options a factory takes, in order, or None when it takes any. A class whose ``__init__``
+    passes ``**common`` on to its base (the tasks) takes its bases' options too."""
+    inits = [vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) \
+        else [factory]
+    names: list[str] = []
+    for init in inits:
+        params = inspect.signature(init).parameters.values()
+        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                  and p.name != "self" and p.name not in names]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return names
+    return None

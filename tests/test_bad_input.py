@@ -50,6 +50,11 @@ def last_error_line(proc) -> str:
     ("search", ["curve.high=inf"], "option high=inf must be a finite number"),
     ("evaluate", ["methods.uniform=[1e300]"], "factors must be finite and in [1e-06, 1e+06]"),
     ("search", ["resume=true"], "holds no search to continue"),
+    # a task passes **common on to its base: an option neither takes was a TypeError deep in the build
+    ("search", ["+task.bogus=1"], "task 'kv_retrieval': unexpected keyword option(s) bogus (it takes pairs,"),
+    # an experiment's GA keys merged under another optimizer: named, with the way to delete them
+    ("search", ["optimizer=gradient", "+optimizer.population=8"],
+     "optimizer 'gradient': unexpected keyword option(s) population (it takes lr,"),
 ])
 def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load
