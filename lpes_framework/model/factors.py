@@ -31,7 +31,7 @@ from ..io import jsonio
 from ..io.atomic import write_atomic
 from ..errors import LpesError
 from ..position import LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, validate_factors
-from ..position.bands import factors_json
+from ..position.bands import check_width, factors_json
 
 SCHEMA = "lpes.factors"
 VERSION = 1
@@ -70,10 +70,9 @@ def validate_record(record: Any, source: str) -> dict:
     if not isinstance(record.get("scheme"), dict) or "name" not in record["scheme"]:
         raise LpesError(f"{source}: 'scheme' must be an object with a 'name'")
     bands = record["scheme"].get("bands")
-    width = len(values[0]) if isinstance(values[0], tuple) else 1
-    if width > 1 and (not isinstance(bands, list) or len(bands) + 1 != width):
-        raise LpesError(f"{source}: factors of {width} numbers per layer, but its scheme has bands {bands!r} "
-                        f"(needs {width - 1} band boundaries)")
+    if bands is not None and not isinstance(bands, list):
+        raise LpesError(f"{source}: the scheme's 'bands' must be a list of wavelengths, got {bands!r}")
+    check_width(len(values[0]) if isinstance(values[0], tuple) else 1, bands, source)
     return record
 
 

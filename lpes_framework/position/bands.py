@@ -53,6 +53,15 @@ def band_index(inv_freq: torch.Tensor, bands: Sequence[float]) -> torch.Tensor:
     return torch.bucketize(wavelength, torch.tensor(bands, dtype=torch.float64))
 
 
+def check_width(width: int, bands, where: str) -> None:
+    """The one width rule, wherever a schedule meets a scheme (a factors file, the patch, a scheme call): a
+    layer factor is one number (every band takes it) or one per band of ``bands`` (None: no bands)."""
+    n_bands = len(bands or ()) + 1
+    if width not in (1, n_bands):
+        raise LpesError(f"{where}: layer factors of {width} numbers under {n_bands} band(s) "
+                        f"(bands {list(bands) if bands else None})")
+
+
 def band_values(factor) -> list | None:
     """A layer factor's per-band numbers (floats or 0-d tensors), or None for a plain number."""
     if isinstance(factor, torch.Tensor):
@@ -69,9 +78,7 @@ def banded(scheme, bands: tuple[float, ...], name: str):
         values = band_values(factor)
         if values is None:
             return scheme(spec, factor, seq_len)
-        if len(values) != len(bands) + 1:
-            raise LpesError(f"pos={name}: a layer factor of {len(values)} numbers under {len(bands) + 1} bands "
-                            f"(bands {list(bands)})")
+        check_width(len(values), bands, f"pos={name}")
         results = [scheme(spec, value, seq_len) for value in values]
         scalings = {float(scaling) for _, scaling in results}
         if len(scalings) > 1:

@@ -19,7 +19,7 @@ import torch
 
 from ..errors import LpesError
 from ..hf import text_config
-from .bands import check_occupied, factor_key
+from .bands import check_occupied, check_width, factor_key
 from .schemes import RopeSpec, Scheme, check_factor
 
 # These rope types recompute their frequencies from the running length inside the rotary module; a
@@ -99,13 +99,12 @@ def validate_factors(factors: Sequence, n_layers: int) -> list:
 def check_bands_fit(scheme, specs: Sequence[RopeSpec], factors) -> None:
     """A band-wise schedule's width matches the scheme's bands, and every band holds a rotary dimension of
     the model (a factor of an empty band would change nothing; a search would spend genes on it)."""
-    n_bands = getattr(scheme, "n_bands", 1)
-    width = {len(f) for f in factors if isinstance(f, tuple)} or {1}
-    if width - {1, n_bands}:
-        raise LpesError(f"factors of {width.pop()} numbers per layer under a scheme of {n_bands} band(s)")
-    if n_bands > 1:
+    bands = scheme.config.get("bands")  # set only on a banded scheme
+    for width in {len(f) for f in factors if isinstance(f, tuple)}:  # validate_factors: one width at most
+        check_width(width, bands, f"pos={scheme.config['name']}")
+    if bands:
         for spec in {spec.key: spec for spec in specs}.values():
-            check_occupied(spec.inv_freq, scheme.config["bands"], "this model")
+            check_occupied(spec.inv_freq, bands, "this model")
 
 
 class PatchHandle:
