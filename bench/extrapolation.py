@@ -51,7 +51,7 @@ def evaluate(files: list[str], length: int, windows: int, passkeys: int, threads
              out: Path | None) -> tuple[dict, dict, dict]:
     """(evaluate payload, each factors file's method name, each method's perplexity rows): every method on
     ``windows`` perplexity windows and ``passkeys`` passkey haystacks of ``length`` tokens."""
-    from lpes_framework.commands.evaluate import file_method_names, logged_rows, run_evaluate
+    from lpes_framework.commands.evaluate import file_method_names, run_evaluate
     from lpes_framework.config import compose_config
     from lpes_framework.errors import LpesError
 
@@ -69,8 +69,9 @@ def evaluate(files: list[str], length: int, windows: int, passkeys: int, threads
             payload = run_evaluate(cfg, folder)
         except LpesError as exc:
             raise SystemExit(f"error: {exc}") from None
-        logged = logged_rows(folder)  # the folder may hold more windows than asked for: the first ones count
-        rows = {m: [r for r in logged[m]["perplexity"] if r.draw < windows] for m in payload["methods"]}
+        # the rows evaluate scored each method by (found by key): the folder's rows.jsonl may hold other
+        # methods of the same name (every search's control is ``file uniform-mean``)
+        rows = {m: payload["rows"][m]["perplexity"] for m in payload["methods"]}
     return payload, file_method_names(files), rows
 
 

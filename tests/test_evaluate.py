@@ -1,6 +1,7 @@
 """The evaluate command on a tiny model: every kind of method, several tasks, both scorers."""
 
 import json
+from dataclasses import replace
 
 from conftest import TINY_TASK, model_block, run_cli
 from lpes_framework.commands.evaluate import interval_pairs, logged_rows
@@ -128,3 +129,20 @@ def test_two_methods_of_one_name_in_rows_jsonl_are_told_apart_never_merged(tmp_p
     assert sorted(logged) == ["file search [aaaaaaaa]", "file search [bbbbbbbb]", "unpatched"]
     # named by its first record (the name holds as it grows), holding its most complete rows
     assert len(logged["file search [aaaaaaaa]"]["kv"]) == 4 and len(logged["file search [bbbbbbbb]"]["kv"]) == 3
+
+
+def test_evaluate_returns_each_methods_own_rows_whatever_else_in_rows_jsonl_has_its_name(tmp_path):
+    """What a bench analyses are the rows a method was scored by (found by key), never a same-named
+    record another run left in the folder (every search's control is ``file uniform-mean``)."""
+    from lpes_framework.commands.evaluate import run_evaluate
+    from lpes_framework.config import compose_config
+    from lpes_framework.evaluation.results import rows_to_json
+    from lpes_framework.io.store import JsonLog
+
+    cfg = compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]", "resume=true"])
+    first = run_evaluate(cfg, tmp_path)
+    name = next(m for m in first["methods"] if m != "unpatched")
+    other = {task: [replace(r, logprob=r.logprob - 1.0) for r in per] for task, per in first["rows"][name].items()}
+    JsonLog(tmp_path / "rows.jsonl").append({"key": "0" * 40, "method": name, "rows": rows_to_json(other)})
+    again = run_evaluate(cfg, tmp_path)
+    assert again["rows"] == first["rows"] and again["methods"][name]["scores"] == first["methods"][name]["scores"]

@@ -157,6 +157,9 @@ def _agree(a: dict, b: dict) -> bool:
 
 
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
+    """Score the methods (reusing ``out_dir``'s rows with ``resume``) and write results.json, the table and the
+    plot; returns results.json's payload plus ``rows``: each method's per-sample rows by task, the very rows
+    its scores were made from (a caller that analyses rows takes these, not a lookup by name)."""
     prepare(cfg)
     scheme_cfg = plain(cfg.pos)
     scheme = build_scheme(scheme_cfg)
@@ -221,7 +224,7 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
     (out_dir / "table.txt").write_text(table + "\n")
     print(f"wrote {out_dir / 'results.json'} and {out_dir / 'by_position.png'}")
-    return payload
+    return payload | {"rows": done}
 
 
 @hydra.main(config_path="pkg://lpes_framework.conf", config_name="evaluate", version_base="1.3")
