@@ -61,6 +61,7 @@ def test_a_traced_band_factor_has_a_gradient_only_through_its_dimensions():
 @pytest.mark.parametrize("cfg, factor, message", [
     ({"name": "yarn", "global_factor": 2.0, "bands": BANDS}, None, "attention scaling depends on the factor"),
     ({"name": "pi", "bands": BANDS}, [1.0, 1.5], r"pos=pi: layer factors of 2 numbers under 3 band\(s\)"),
+    ({"name": "pi", "bands": BANDS}, [1.5], r"pos=pi: layer factors of 1 numbers under 3 band\(s\)"),
     ({"name": "pi", "bands": [100, 10]}, None, "increase strictly"),
 ])
 def test_what_cannot_be_banded_is_refused_in_one_line(cfg, factor, message):

@@ -72,7 +72,8 @@ def validate_record(record: Any, source: str) -> dict:
     bands = record["scheme"].get("bands")
     if bands is not None and not isinstance(bands, list):
         raise LpesError(f"{source}: the scheme's 'bands' must be a list of wavelengths, got {bands!r}")
-    check_width(len(values[0]) if isinstance(values[0], tuple) else 1, bands, source)
+    if isinstance(values[0], tuple):  # validate_factors: every layer has the same width
+        check_width(len(values[0]), bands, source)
     return record
 
 

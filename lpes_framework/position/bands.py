@@ -55,9 +55,10 @@ def band_index(inv_freq: torch.Tensor, bands: Sequence[float]) -> torch.Tensor:
 
 def check_width(width: int, bands, where: str) -> None:
     """The one width rule, wherever a schedule meets a scheme (a factors file, the patch, a scheme call): a
-    layer factor is one number (every band takes it) or one per band of ``bands`` (None: no bands)."""
+    layer factor given as a list holds one number per band of ``bands`` (None: no bands). A plain number,
+    which every band takes, is not a list and is not checked here."""
     n_bands = len(bands or ()) + 1
-    if width not in (1, n_bands):
+    if width != n_bands:
         raise LpesError(f"{where}: layer factors of {width} numbers under {n_bands} band(s) "
                         f"(bands {list(bands) if bands else None})")
 
