@@ -20,6 +20,8 @@ class ScoreRow:
     tokens: int  # answer tokens scored
     token_logprobs: tuple[float, ...] = ()  # log-probability of each gold answer token
     draw: int = 0  # the sample's draw (haystack, record): paired comparisons resample these
+    length: int | None = None  # the token length its context was filled to (tasks with a length option)
+    match: float | None = None  # the task's own text score of a generation (RULER's string match), if any
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,12 @@ def scores_to_json(scores: Scores) -> dict:
     return {task: {pos: stats.as_dict() for pos, stats in per_pos.items()} for task, per_pos in scores.items()}
 
 
+OPTIONAL = ("length", "match")  # row fields written only where a task sets them: older rows files stay as they were
+
+
 def rows_to_json(rows: Mapping[str, list[ScoreRow]]) -> dict:
-    return {task: [asdict(row) for row in per] for task, per in rows.items()}
+    return {task: [{k: v for k, v in asdict(row).items() if v is not None or k not in OPTIONAL} for row in per]
+            for task, per in rows.items()}
 
 
 def rows_from_json(data: Mapping) -> dict[str, list[ScoreRow]]:

@@ -106,7 +106,8 @@ class SampleSet:
             return {name: self.score(
                         model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
                         tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,
-                        share_prefix=self.share_prefix, match=self.tasks[name].matches, progress=bar.update)
+                        share_prefix=self.share_prefix, match=self.tasks[name].matches,
+                        text_score=self.tasks[name].text_score, progress=bar.update)
                     for name, items in self.encoded.items()}
 
 

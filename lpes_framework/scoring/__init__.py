@@ -151,7 +151,7 @@ def score_row(item: Encoded, token_lp: torch.Tensor, hits: torch.Tensor) -> Scor
     token_lp = token_lp.detach()
     return ScoreRow(position=item.sample.position, logprob=float(token_lp.mean()), exact=bool(hits.all()),
                     first=bool(hits[0]), first_logprob=float(token_lp[0]), tokens=len(token_lp),
-                    token_logprobs=tuple(token_lp.tolist()), draw=item.sample.draw)
+                    token_logprobs=tuple(token_lp.tolist()), draw=item.sample.draw, length=item.sample.length)
 
 
 def prefix_cache(model, ids: list[int]):

@@ -37,10 +37,12 @@ def _by_prompt_length(items: Sequence[Encoded], members: list[int]) -> list[list
 @torch.no_grad()
 def score_generate(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_id: int = 0, tokenizer=None,
                    max_new_tokens: int = 48, share_prefix: bool = True, match: Callable = answer_found,
+                   text_score: Callable | None = None,
                    progress: Callable[[int], None] | None = None) -> list[ScoreRow]:
     """Real greedy generation: ``exact`` is the task's generation metric ``match(text, answers)`` (by
-    default: a gold answer appears in the output); the log-probabilities still come from teacher forcing
-    so both scorers report the same continuous signal."""
+    default: a gold answer appears in the output), ``match`` the task's graded score of the text where it
+    has one (``text_score(text, sample)``: RULER's string match); the log-probabilities still come from
+    teacher forcing so both scorers report the same continuous signal."""
     if tokenizer is None:
         raise LpesError("scoring=generate needs the tokenizer")
     forced = score_teacher_forced(model, items, batch_size=batch_size, pad_id=pad_id, share_prefix=share_prefix)
@@ -62,9 +64,10 @@ def score_generate(model, items: Sequence[Encoded], *, batch_size: int = 4, pad_
                 gold = b.ids[b.answer_start:]
                 f = forced[i]
                 rows[i] = ScoreRow(position=f.position, logprob=f.logprob,
-                                   exact=match(text, (b.sample.answer, *b.sample.alternatives)),
+                                   exact=match(text, b.sample.references or (b.sample.answer, *b.sample.alternatives)),
                                    first=bool(new[:1] == gold[:1]), first_logprob=f.first_logprob, tokens=f.tokens,
-                                   token_logprobs=f.token_logprobs, draw=f.draw)
+                                   token_logprobs=f.token_logprobs, draw=f.draw, length=f.length,
+                                   match=text_score(text, b.sample) if text_score else None)
             if progress:
                 progress(len(batch))
     return rows  # type: ignore[return-value]

@@ -37,6 +37,8 @@ class Sample:
     prefix: str = ""  # text the answer turn starts with (not scored), e.g. an opening quote
     alternatives: tuple[str, ...] = ()  # other accepted answers (generation scoring)
     draw: int = 0  # which draw (haystack, record) it comes from: the unit a paired bootstrap resamples
+    references: tuple[str, ...] = ()  # every item the answer must name (RULER's outputs; empty: the answer)
+    length: int | None = None  # the context length in tokens its draw was filled to (tasks that fill one)
 
 
 @dataclass(frozen=True)
@@ -130,13 +132,21 @@ class Task:
         """Generation metric (``scoring=generate``): does the generated text answer the question."""
         return answer_found(text, answers)
 
+    def text_score(self, text: str, sample: Sample) -> float | None:
+        """A graded generation score in [0, 1] (RULER's string match), or None for tasks scored only by
+        ``matches``."""
+        return None
+
     def settings(self) -> dict:
         """Everything that changes the samples: part of the evaluation cache key."""
         return {k: v for k, v in vars(self).items() if not k.startswith("_")} | {"name": self.name}
 
-    def encode(self, split: str, tokenizer) -> list[Encoded]:
-        use_chat = self.chat_template is True or (
+    def uses_chat(self, tokenizer) -> bool:
+        return self.chat_template is True or (
             self.chat_template == "auto" and getattr(tokenizer, "chat_template", None) is not None)
+
+    def encode(self, split: str, tokenizer) -> list[Encoded]:
+        use_chat = self.uses_chat(tokenizer)
         return [encode_sample(s, tokenizer, use_chat) for s in self.samples(split, tokenizer)]
 
 
