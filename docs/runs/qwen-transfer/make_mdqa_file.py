@@ -1,11 +1,13 @@
-"""Writes a multi-document QA file in the Lost-in-the-Middle format (mdqa-capitals-20_docs.jsonl.gz): made-up
-countries, each record asking one country's capital over 20 short documents, every document giving some
+"""Writes a multi-document QA file in the Lost-in-the-Middle format (mdqa-capitals-<n>_docs.jsonl.gz, n from the
+command line, 20 by default; 20 documents are ~900 tokens, 45 ~2K): made-up
+countries, each record asking one country's capital over n short documents, every document giving some
 country's capital among filler sentences, so the answer is found only by matching the country's name.
 Deterministic (seed 0); 400 records, so the mdqa task's odd lines give 100 test and 100 validation records."""
 
 import gzip
 import json
 import random
+import sys
 
 rng = random.Random(0)
 SYLLABLES = ["ka", "lo", "mir", "ven", "dra", "su", "tel", "or", "bai", "nes", "qua", "rim", "zo", "pel", "an",
@@ -26,10 +28,11 @@ def document(country: str, capital: str) -> dict:
     return {"title": f"{country}", "text": " ".join(sentences)}
 
 
-with gzip.open("mdqa-capitals-20_docs.jsonl.gz", "wt") as fh:
+DOCUMENTS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+with gzip.open(f"mdqa-capitals-{DOCUMENTS}_docs.jsonl.gz", "wt") as fh:
     for _ in range(400):
         pairs = {}
-        while len(pairs) < 20:
+        while len(pairs) < DOCUMENTS:
             pairs.setdefault(name(3), name(2))
         countries = list(pairs)
         asked = countries[0]

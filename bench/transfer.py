@@ -1,0 +1,176 @@
+"""The transfer matrix: does a schedule searched on one task and length hold on others? Rows are methods
+(unpatched, the best uniform NTK, the shipped key-value preset, the general preset once it exists,
+Found-in-the-Middle and PosScale as tuned in docs/runs/qwen-competitors); columns are held-out tasks x
+lengths on Qwen2.5-Coder-0.5B's test split. Per cell: the task's own metric (exact match, teacher-forced)
+and the gold log-prob per token, each as the method minus unpatched with a 95% paired bootstrap interval
+over haystacks (``evaluation.stats``). Each column is an evaluate folder under ``--out``: methods already
+scored there are reused, so the matrix grows across runs and sessions (``--columns`` and ``--methods``
+score a part). A heat map (methods x columns, colour = log-prob delta, * where its interval excludes 0)
+goes to ``--out/transfer.png``. Last line, for the summarised row (``--row``; the general preset, or the
+key-value preset until it exists):
+columns=<n> harmed=<columns whose log-prob interval lies below 0> helped=<above 0> mean_delta=<mean log-prob
+delta over columns, nats per token> kv_middle_gain=<points, KV ~1K> kv_ci_low=<its lower bound>."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+import common  # noqa: F401  (puts the repository on the path)
+
+RUN = Path("docs/runs/transfer")
+KV_PRESET = "qwen2.5-coder-0.5b"
+GENERAL_PRESET = "qwen2.5-coder-0.5b-general"
+COMPETITORS = Path("docs/runs/qwen-competitors")
+MDQA = Path("docs/runs/qwen-transfer")
+KV_POSITIONS = "[0,5,11,16,22,27,33,38,44,49]"
+DEPTHS = "[0,25,50,75,100]"
+KV = ["task=kv_retrieval", "task.layout=queries"]  # 8-hex keys, the answer turn opened by a quote: the defaults
+# name -> (overrides, haystacks); the KV ~1K column is the preset's own held-out regime (its perplexity guard
+# included), so the rows of its re-test (docs/runs/qwen-gradient-bands/heldout) are reused there
+COLUMNS = {
+    "kv-1k": ([*KV, "task.pairs=50", f"task.gold_positions={KV_POSITIONS}", "+task@extra_tasks.perplexity=perplexity"], 100),
+    "kv-2k": ([*KV, "task.pairs=100", "task.gold_positions=[0,11,22,33,44,55,66,77,88,99]"], 40),
+    "kv-4k": ([*KV, "task.pairs=200", "task.gold_positions=[0,22,44,66,88,111,133,155,177,199]"], 40),
+    "mdqa-1k": (["task=mdqa", f"task.path={MDQA}/mdqa-capitals-20_docs.jsonl.gz", "task.documents=20",
+                 "task.chat_template=false", "task.gold_positions=[0,5,10,14,19]"], 40),
+    "mdqa-2k": (["task=mdqa", f"task.path={MDQA}/mdqa-capitals-45_docs.jsonl.gz", "task.documents=45",
+                 "task.chat_template=false", "task.gold_positions=[0,11,22,33,44]"], 40),
+    **{f"{task}-{k}k": ([f"task={task}", f"task.context_tokens={1024 * k}", f"task.depths={DEPTHS}"], 40)
+       for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)},
+    **{f"cwe-{k}k": (["task=cwe", f"task.context_tokens={1024 * k}"], 40) for k in (1, 2)},
+}
+
+
+def methods(general: str | None) -> dict[str, str | None]:
+    """Row label -> factors file (None: the unpatched model and the uniform scaling, scored by evaluate)."""
+    rows = {"unpatched": None, "uniform ntk 1.5": None, "KV preset": KV_PRESET}
+    if general:
+        rows["general preset"] = general
+    rows["Found-in-the-Middle"] = str(COMPETITORS / "fim-best" / "best_factors.json")
+    rows["PosScale"] = str(COMPETITORS / "posscale-best" / "best_factors.json")
+    return rows
+
+
+def score_column(name: str, rows: dict[str, str | None], out: Path, threads: int, haystacks: int | None) -> dict:
+    """The evaluate payload of one column (its rows included), scoring only what ``out`` lacks."""
+    from omegaconf import open_dict
+
+    from lpes_framework.commands.evaluate import run_evaluate
+    from lpes_framework.config import compose_config
+    from lpes_framework.model.factors import load_factors
+
+    overrides, default = COLUMNS[name]
+    haystacks = haystacks or default
+    files = [f for f in rows.values() if f]
+    cfg = compose_config("evaluate", ["model=qwen2.5-0.5b", "pos=ntk", "split=test", *overrides,
+                                      f"task.samples_per_position={haystacks}", f"threads={threads}",
+                                      "progress=false", "resume=true", "batch_size=10",
+                                      f"methods.baseline={'unpatched' in rows}",
+                                      f"methods.uniform=[{'1.5' if 'uniform ntk 1.5' in rows else ''}]",
+                                      f"methods.factors_files=[{','.join(files)}]"])
+    with open_dict(cfg):
+        cfg.pos.merge_with(load_factors(KV_PRESET)["scheme"])  # the preset's bands (a uniform factor ignores them)
+    return run_evaluate(cfg, out / name)
+
+
+def cell(a, b, metric: str):
+    """(delta, low, high) of ``a`` minus ``b`` over all positions: exact match in points, or the gold log-prob
+    per token in nats."""
+    from lpes_framework.evaluation.stats import logprob_bootstrap, paired_bootstrap
+
+    if metric == "logprob":
+        i = logprob_bootstrap(a, b)
+    else:  # every position as one: the task's metric over the whole column
+        i = paired_bootstrap([replace(r, position=0) for r in a], [replace(r, position=0) for r in b])["0"]
+    return i.delta, i.low, i.high
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=RUN)
+    parser.add_argument("--columns", nargs="*", default=list(COLUMNS), choices=list(COLUMNS))
+    parser.add_argument("--methods", nargs="*", help="row labels to score (default: all)")
+    parser.add_argument("--general", help="the general preset (name or factors file); default: the shipped "
+                        f"{GENERAL_PRESET} where it exists")
+    parser.add_argument("--row", help="the row the last line summarises (default: general preset, else KV preset)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40)")
+    args = parser.parse_args()
+
+    from lpes_framework.model.factors import is_preset
+    from lpes_framework.commands.evaluate import file_method_names
+
+    general = args.general or (GENERAL_PRESET if is_preset(GENERAL_PRESET) else None)
+    rows = methods(general)
+    if args.methods:
+        unknown = set(args.methods) - set(rows)
+        if unknown:
+            raise SystemExit(f"error: unknown methods {sorted(unknown)}; valid: {', '.join(rows)}")
+        rows = {k: v for k, v in rows.items() if k in args.methods or k == "unpatched"}
+    names = file_method_names([f for f in rows.values() if f]) | {None: None}
+    evaluated = {label: (names[f] if f else label) for label, f in rows.items()}  # label -> evaluate's method name
+    table: dict[str, dict[str, tuple]] = {}
+    for column in args.columns:
+        payload = score_column(column, rows, args.out, args.threads, args.haystacks)
+        task = next(iter(payload["tasks"]))
+        base = payload["rows"]["unpatched"][task]
+        for label, method in evaluated.items():
+            if label != "unpatched":
+                mine = payload["rows"][method][task]
+                middle = payload["intervals"].get(f"{method} - unpatched", {}).get(task, {}).get("middle")
+                table.setdefault(label, {})[column] = (cell(mine, base, "exact"), cell(mine, base, "logprob"), middle)
+    report(table, args.columns, args.out, args.row or ("general preset" if general else "KV preset"))
+
+
+def report(table: dict, columns: list[str], out: Path, row: str) -> None:
+    print(f"{'method':22}" + "".join(f"{c:>30}" for c in columns))
+    for label, cells in table.items():
+        for k, unit in ((0, "exact points"), (1, "log-prob/token")):
+            digits = 1 if k == 0 else 3
+            print(f"{label[:14] + ' ' + unit[:7]:22}" + "".join(
+                f"{f'{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]':>30}"
+                for d, lo, hi in (cells[c][k] for c in columns)))
+    heat_map(table, columns, out / "transfer.png")
+    if row not in table:
+        raise SystemExit(f"error: no row '{row}' to summarise")
+    logprob = [table[row][c][1] for c in columns]
+    harmed = sum(hi < 0 for _, _, hi in logprob)
+    helped = sum(lo > 0 for _, lo, _ in logprob)
+    mean = sum(d for d, _, _ in logprob) / len(logprob)
+    kv = table[row].get("kv-1k", (None, None, None))[2]
+    gain, low = (kv["delta"], kv["low"]) if kv else (float("nan"), float("nan"))
+    print(f"summarised row: {row}")
+    print(f"columns={len(columns)} harmed={harmed} helped={helped} mean_delta={mean:.4f} "
+          f"kv_middle_gain={gain:.2f} kv_ci_low={low:.2f}")
+
+
+def heat_map(table: dict, columns: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    labels = list(table)
+    delta = np.array([[table[m][c][1][0] for c in columns] for m in labels])
+    limit = max(np.abs(delta).max(), 1e-3)
+    fig, ax = plt.subplots(figsize=(1.1 * len(columns) + 3, 0.6 * len(labels) + 2))
+    image = ax.imshow(delta, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
+    for i, m in enumerate(labels):
+        for j, c in enumerate(columns):
+            d, lo, hi = table[m][c][1]
+            ax.text(j, i, f"{d:+.3f}{'*' if lo > 0 or hi < 0 else ''}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    fig.colorbar(image, label="gold log-prob per token vs unpatched (nats)")
+    ax.set_title("Transfer: method minus unpatched, held out (* : 95% interval excludes 0)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
