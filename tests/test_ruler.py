@@ -31,7 +31,7 @@ def ruler(config: str, **options):
 @pytest.mark.parametrize("config", RULER)
 def test_each_sample_is_filled_to_its_length(config):
     task = ruler(config)
-    target = task.context_tokens[0]
+    target = task.context_tokens
     encoded = task.encode("search", TOK)
     assert encoded and all(e.sample.length == target for e in encoded)
     lengths = [len(e.ids) for e in encoded]

@@ -25,7 +25,7 @@ from .cli import build_tasks, check_plugin_overrides, number, one_line_errors, p
 from ..position.bands import band_count
 from ..position.curves import build_curve
 from ..errors import LpesError
-from ..evaluation.comparison import Comparison, format_intervals, format_table, uniform_method_name
+from ..evaluation.comparison import Comparison, format_intervals, format_lengths, format_table, uniform_method_name
 from ..evaluation.results import ScoreRow, rows_from_json, rows_to_json, scores_to_json
 from ..execution import Job, encode_splits
 from ..execution.local import LocalExecutor
@@ -213,13 +213,14 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     for a, b in interval_pairs(methods, cfg.methods.compare_to):
         comparison.add_intervals(a, b, resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))
     results = comparison.scores
-    table = "\n".join(filter(None, [format_table(results), format_intervals(comparison)]))
+    table = "\n".join(filter(None, [format_table(results), format_lengths(comparison), format_intervals(comparison)]))
     print(table)
     payload = {"model": info.as_dict(), "split": cfg.split, "scoring": cfg.scoring,
                "tasks": {k: t.settings() for k, t in tasks.items()},
                "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}
                            for name, (f, s) in methods.items()},
-               "intervals": comparison.as_json()["intervals"], "run": spec.as_json()}
+               "intervals": comparison.as_json()["intervals"], "by_length": comparison.as_json()["by_length"],
+               "run": spec.as_json()}
     write_json_atomic(out_dir / "results.json", payload)
     plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
     (out_dir / "table.txt").write_text(table + "\n")

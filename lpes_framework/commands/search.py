@@ -19,14 +19,14 @@ from tqdm.auto import tqdm
 
 from .cli import plain, prepare, task_specs
 from ..report.artifacts import SearchSummary, write_artifacts
-from ..evaluation.comparison import compare, format_intervals, format_table, uniform_method_name
+from ..evaluation.comparison import compare, format_intervals, format_lengths, format_table, uniform_method_name
 from ..position.curves import build_curve, uniform_scaling
 from ..errors import LpesError
 from ..evaluation.results import scores_from_json, scores_to_json
 from ..execution import GradientJob, Job, build_executor, encode_splits
 from ..model.factors import factors_record, write_json_atomic
 from ..position.bands import factors_json
-from ..evaluation.fitness import FitnessWeights, Outcome, outcome
+from ..evaluation.fitness import FitnessWeights, Outcome, outcome, task_scales
 from ..report.loggers import build_logger
 from ..registries import EXECUTORS, LOGGERS
 from ..model.load import identify
@@ -48,6 +48,8 @@ def _fingerprint(data: dict, objectives: int) -> dict:
     written before a key became free still resume)."""
     free = _RESUME_FREE | ({"perplexity_task"} if objectives == 1 else set())  # unused by a scalar optimizer
     data = {k: v for k, v in data.items() if k not in free}
+    if not (data.get("fitness") or {}).get("normalise"):  # off, as runs recorded before the option are
+        data["fitness"] = {k: v for k, v in (data.get("fitness") or {}).items() if k != "normalise"}
     # a resume may extend the run, and may switch layer checkpointing (memory only: the same gradients)
     data["optimizer"] = {k: v for k, v in data["optimizer"].items() if k not in ("generations", "checkpoint_layers")}
     return data
@@ -72,6 +74,10 @@ class Search:
             specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
             self.tasks["perplexity"] = TASKS.build(specs["perplexity"])
         self.task_specs = specs
+        few = [k for k, t in self.tasks.items() if t.max_ratio is None and t.samples_per_position < 2]
+        if self.weights.normalise and few:
+            raise LpesError(f"fitness.normalise divides each task's term by its spread over samples: tasks {few} "
+                            "need samples_per_position >= 2")
         if self.gradient:
             self._check_gradient_search()
         self.executor_cfg = plain(cfg.executor)
@@ -219,7 +225,9 @@ class Search:
         in the evaluation log (a kill between its record and the checkpoint) is taken from there."""
         opt = self.optimizer
         settings = {"curve": plain(self.cfg.curve), "scheme": self.scheme_cfg, "weights": plain(self.cfg.fitness),
-                    "checkpoint_layers": opt.checkpoint_layers}
+                    "checkpoint_layers": opt.checkpoint_layers,
+                    # a mixture's task scales come from the fixed search split, never from a minibatch
+                    "task_scales": task_scales(self.baseline, self.tasks, self.weights)}
         bar = tqdm(total=opt.generations, initial=opt.generation, desc="steps", disable=not self.cfg.progress)
         self.scored = self.log[-1]["mean_fitness"] if self.log else math.nan  # the latest fixed-split fitness
         while not opt.done:
@@ -322,7 +330,7 @@ class Search:
         front = self.optimizer.front()
         if front:
             write_json_atomic(self.out / "pareto.json", [{"genome": g, **o.__dict__} for g, o in front])
-        table = format_table(methods) + "\n" + format_intervals(test)
+        table = "\n".join(filter(None, [format_table(methods), format_lengths(test), format_intervals(test)]))
         write_artifacts(self.out, SearchSummary(
             model=self.info.name, settings={"scheme": self.scheme_cfg, "curve": self.curve.settings(),
                                             "optimizer": plain(self.cfg.optimizer)},

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ..tasks.base import WHOLE_TEXT
-from .results import Scores, ScoreRow, by_position, scores_to_json
+from .results import Scores, ScoreRow, by_length, by_position, scores_to_json
 from .stats import Interval, logprob_bootstrap, middle_positions, paired_bootstrap
 
 Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
@@ -46,6 +46,9 @@ class Comparison:
                     for pair, tasks in intervals.items()}
 
         return {"scores": {m: scores_to_json(s) for m, s in self.scores.items()},
+                "by_length": {m: {task: {n: s.as_dict() for n, s in by_length(rows).items()}
+                                  for task, rows in per.items() if by_length(rows)}
+                              for m, per in self.rows.items()},
                 "intervals": as_json(self.intervals), "logprob_intervals": as_json(self.logprob_intervals)}
 
 
@@ -70,6 +73,23 @@ def format_table(methods: Mapping[str, Scores]) -> str:
                 s = scores[task][p]
                 cells.append(f"ppl {s.perplexity:8.2f}" if p == WHOLE_TEXT else f"{100 * s.accuracy:5.1f} / {s.logprob:7.3f}")
             lines.append(name.ljust(width) + "".join(f"{c:>16}" for c in cells))
+    return "\n".join(lines)
+
+
+def format_lengths(comparison: Comparison) -> str:
+    """Tasks whose contexts come in several lengths: each method's exact match and gold log-prob by length."""
+    lines = []
+    for task in next(iter(comparison.rows.values()), {}):
+        per = {m: by_length(rows[task]) for m, rows in comparison.rows.items()}
+        lengths = list(next(iter(per.values())))
+        if not lengths:
+            continue
+        width = max(len(m) for m in per) + 2
+        lines.append(f"[{task}] acc% / logprob by context length (tokens)")
+        lines.append("method".ljust(width) + "".join(f"{n:>16}" for n in lengths))
+        for m, stats in per.items():
+            lines.append(m.ljust(width) + "".join(f"{f'{100 * stats[n].accuracy:5.1f} / {stats[n].logprob:7.3f}':>16}"
+                                                  for n in lengths))
     return "\n".join(lines)
 
 

@@ -49,11 +49,16 @@ class FitnessWeights:
     end_penalty: float = 2.0
     logprob_weight: float = 0.1
     invalid_fitness: float = -1000.0
+    normalise: bool = False  # each task's term over its unpatched spread (``task_scales``): a mixture of tasks
 
     def __post_init__(self):
         """Checked when the config is read: a weight that is text or NaN would only surface (or silently
         give every candidate ``invalid_fitness``) after the whole search."""
+        if not isinstance(self.normalise, bool):
+            raise LpesError(f"fitness.normalise must be true or false, got {self.normalise!r}")
         for name, value in vars(self).items():
+            if name == "normalise":
+                continue
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 raise LpesError(f"fitness.{name} must be a finite number, got {value!r}")
             if name != "invalid_fitness" and value < 0:
@@ -94,8 +99,44 @@ def task_score(scores, base, weights: FitnessWeights, max_ratio: float | None = 
     return total / sum(w.values()) - weights.end_penalty * loss
 
 
-def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> Outcome:
-    weighted = {n: t.weight * task_score(scores[n], baseline[n], weights, t.max_ratio)
+def task_spread(base: Mapping, weights: FitnessWeights) -> float:
+    """The standard deviation of one draw's depth-weighted quality under the unpatched model, from its
+    per-position spreads: sum_p (w_p / W)^2 (acc_p (1 - acc_p) + logprob_weight^2 var(lp)_p), positions taken
+    as independent; a whole-text task's is its log-prob part alone."""
+    if whole_text(base):
+        stats = base[WHOLE_TEXT]
+        return weights.logprob_weight * stats.logprob_se * math.sqrt(stats.count)
+    w = depth_weights(base, weights)
+    total = sum(w.values())
+    variance = sum((wp / total) ** 2 * (base[p].accuracy * (1 - base[p].accuracy)
+                                          + weights.logprob_weight ** 2 * base[p].logprob_se ** 2 * base[p].count)
+                   for p, wp in w.items())
+    return math.sqrt(variance)
+
+
+def task_scales(baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights) -> dict[str, float]:
+    """What each task's term is multiplied by: 1, or with ``normalise`` one over its unpatched spread
+    (``task_spread``), so that a task whose scores move on a larger scale (exact match against a log-prob,
+    a hard task against an easy one) does not dominate a mixture. Guards (``max_ratio``) keep 1: they are
+    penalties past a threshold, not rewards to be traded off."""
+    if not weights.normalise:
+        return {n: 1.0 for n in tasks}
+    scales = {}
+    for n, t in tasks.items():
+        spread = 1.0 if t.max_ratio is not None else task_spread(baseline[n], weights)
+        if not spread > 0:
+            raise LpesError(f"fitness.normalise: task {n}'s unpatched scores do not vary over its samples "
+                            "(spread 0): its term cannot be normalised; drop it or use more samples")
+        scales[n] = 1.0 / spread
+    return scales
+
+
+def outcome(scores: Scores, baseline: Scores, tasks: Mapping[str, Task], weights: FitnessWeights,
+            scales: Mapping[str, float] | None = None) -> Outcome:
+    """``scales``: the tasks' ``task_scales``, where the caller fixed them (a bootstrap resample of the baseline
+    must not re-measure its spread); by default those of ``baseline``."""
+    scales = task_scales(baseline, tasks, weights) if scales is None else scales
+    weighted = {n: t.weight * scales[n] * task_score(scores[n], baseline[n], weights, t.max_ratio)
                 for n, t in tasks.items()}
     retrieval = sum(v for n, v in weighted.items() if tasks[n].metric != "perplexity")
     ppl = [stats.perplexity for n, t in tasks.items() if t.metric == "perplexity" for stats in scores[n].values()]
@@ -116,8 +157,9 @@ def fitness_interval(rows: Mapping[str, list[ScoreRow]], baseline: Mapping[str, 
     def fitness(picks: Mapping[str, np.ndarray]) -> float:
         a, b = ({task: by_position([r for c in picks[task] for r in per[task][c]]) for task in per}
                 for per in (mine, theirs))
-        return outcome(a, b, tasks, weights).fitness
+        return outcome(a, b, tasks, weights, scales).fitness
 
+    scales = task_scales({task: by_position(r) for task, r in baseline.items()}, tasks, weights)
     mine, theirs = ({task: _by_context(r) for task, r in data.items()} for data in (rows, baseline))
     rng = np.random.default_rng(seed)
     contexts = {task: np.array(sorted(per)) for task, per in theirs.items()}

@@ -79,6 +79,16 @@ def by_position(rows: list[ScoreRow]) -> dict[str, PositionStats]:
     return {pos: summarise(group) for pos, group in groups.items()}
 
 
+def by_length(rows: list[ScoreRow]) -> dict[str, PositionStats]:
+    """Per context length (keys as strings), for rows of a task that fills its contexts to a length drawn
+    from a list or range; empty when the rows hold fewer than two lengths."""
+    groups: dict[str, list[ScoreRow]] = defaultdict(list)
+    for row in rows:
+        if row.length is not None:
+            groups[str(row.length)].append(row)
+    return {n: summarise(groups[n]) for n in sorted(groups, key=int)} if len(groups) > 1 else {}
+
+
 Scores = dict[str, dict[str, PositionStats]]  # task -> gold position -> stats
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -50,6 +50,7 @@ class GradientJob:
     weights: dict
     per_position: int
     checkpoint_layers: bool = False  # recompute layer activations in the backward pass (long contexts)
+    task_scales: dict = field(default_factory=dict)  # task -> factor on its term (``fitness.task_scales``)
 
     def shares(self, n: int) -> list["GradientJob"]:
         """The job cut into at most ``n`` jobs over consecutive blocks of its draws."""
@@ -182,7 +183,8 @@ class Worker:
         baseline = minibatch.rows(self.model, desc="minibatch")
         middle = time.perf_counter()
         weights = FitnessWeights(**job.weights)
-        coefficients = {task: sample_coefficients({str(r.position) for r in rows}, minibatch.tasks[task].weight,
+        coefficients = {task: sample_coefficients({str(r.position) for r in rows},
+                                                  minibatch.tasks[task].weight * job.task_scales.get(task, 1.0),
                                                   weights, job.per_position,
                                                   minibatch.tasks[task].max_ratio)
                         for task, rows in baseline.items()}

@@ -162,7 +162,8 @@ class RulerTask(Task):
 
     def __init__(self, *, context_tokens=(1024,), **common):
         super().__init__(**common)
-        self.context_tokens = check_lengths(self.name, context_tokens)
+        self.context_tokens = context_tokens  # as given: the settings (and cache keys) keep the user's spelling
+        self._lengths = check_lengths(self.name, context_tokens)
 
     def positions(self) -> list[int]:
         return [WHOLE_CONTEXT]
@@ -184,7 +185,7 @@ class RulerTask(Task):
         out = []
         for j in self.draws():
             rng = rng_for(self.seed, split, j)
-            target = length_of_draw(self.context_tokens, rng, j)
+            target = length_of_draw(self._lengths, rng, j)
             build = self._material(rng, target)
             n = fill(lambda n: [build(n, p) for p in self.positions()], target, tokenizer, use_chat, self.name)
             out += [replace(build(n, p), draw=j, length=target) for p in self.positions()]
