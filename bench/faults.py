@@ -43,30 +43,39 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         if folder.is_dir() else {}
 
 
+CLASSES = ("security", "silent", "late", "lost", "traceback")
+
+
 class Judge:
     def __init__(self):
-        self.tried, self.silent, self.late, self.lost = 0, [], [], []
+        self.tried = 0
+        self.found: dict[str, list[str]] = {kind: [] for kind in CLASSES}
 
-    def refused(self, name: str, proc, words: str, kept: Path | None = None, before: dict | None = None) -> None:
-        """``proc`` must end in one ``error:`` line holding ``words``, before the model line, and leave the
-        files of ``kept`` as they were (``before``)."""
+    def refused(self, name: str, proc, words: str, kept: Path | None = None, before: dict | None = None,
+                outside: Path | None = None) -> None:
+        """``proc`` must end in one ``error:`` line holding ``words``, before the model line, leave the files
+        of ``kept`` as they were (``before``), and leave ``outside`` (a file beyond the run folder that a
+        crafted one points at) untouched: its bytes are read now and after."""
         self.tried += 1
         lines = proc.stderr.strip().splitlines()
         last = lines[-1] if lines else ""
-        if proc.returncode != 2 or not last.startswith("error: ") or words not in last:
-            self.silent.append(f"{name}: rc {proc.returncode}, {last[:200]!r}")
+        if "Traceback (most recent call last)" in proc.stderr:
+            self.found["traceback"].append(f"{name}: {last[:200]!r}")
+        elif proc.returncode != 2 or not last.startswith("error: ") or words not in last:
+            self.found["silent"].append(f"{name}: rc {proc.returncode}, {last[:200]!r}")
         elif MODEL_LINE in proc.stdout:
-            self.late.append(name)
+            self.found["late"].append(name)
         after = snapshot(kept) if kept is not None else {}
-        if kept is not None and any(after.get(name) != data for name, data in before.items()):
-            self.lost.append(name)
-        print(f"{name:<44} rc={proc.returncode} {last[:110]}")
+        if kept is not None and (any(after.get(name) != data for name, data in before.items())
+                                 or (kept / ".hydra").exists()):
+            self.found["lost"].append(name)
+        print(f"{name:<48} rc={proc.returncode} {last[:110]}")
 
-    def check(self, name: str, ok: bool, detail: str) -> None:
+    def check(self, name: str, ok: bool, detail: str, kind: str = "silent") -> None:
         self.tried += 1
         if not ok:
-            self.silent.append(f"{name}: {detail}")
-        print(f"{name:<44} {'ok' if ok else 'FAULT'} {detail}")
+            self.found[kind].append(f"{name}: {detail}")
+        print(f"{name:<48} {'ok' if ok else 'FAULT'} {detail}")
 
 
 def factors_file(path: Path, model: dict, factors: list[float]) -> Path:
@@ -163,8 +172,133 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
         "lpes_framework", *TINY, "optimizer=gradient", "optimizer.start=5.0", f"hydra.run.dir={tmp / 'start'}"),
         "outside the curve bounds")
 
+    received(tmp, judge, reference, block)
     if cache:
         damaged_cache(tmp, judge)
+
+
+def crafted_copy(reference: Path, folder: Path, edit=None) -> Path:
+    """A copy of the reference run whose run record (the log's first line) ``edit`` changed in place."""
+    import shutil
+
+    shutil.copytree(reference, folder, ignore=shutil.ignore_patterns(".lpes.lock"))
+    if edit is not None:
+        log = folder / "evaluations.jsonl"
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+        edit(records)
+        log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
+    """Files received from someone else (issue 38): links out of the folder, records that name models,
+    files or remote code, checkpoints and logs that belong to other runs, data whose gold answer is
+    ambiguous, values that used to fail late, and commands whose refusal used to change the folder."""
+    victim = tmp / "victim.txt"
+    victim.write_text("precious\n{cut")
+
+    def untouched() -> bool:
+        return victim.read_text() == "precious\n{cut"
+
+    for name in (".lpes.lock", "evaluations.jsonl", "checkpoint.json"):
+        folder = crafted_copy(reference, tmp / f"link-{name}")
+        (folder / name).unlink(missing_ok=True)
+        (folder / name).symlink_to(victim)
+        judge.refused(f"{name} a link out of the folder, resume", cli(
+            "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true"), "symbolic link")
+        judge.check(f"{name} link: its target untouched", untouched(), "the linked file kept its bytes", "security")
+
+    def remote_model(records):
+        records[0]["spec"]["config"]["model"].update(
+            trust_remote_code=True, random=None, embedded={"parts": ["lpes-framework:lpes_framework/__init__.py"],
+                                                           "filename": str(tmp / "written.gguf")})
+    folder = crafted_copy(reference, tmp / "remote", remote_model)
+    judge.refused("a record naming its own model files, attention", cli(
+        "lpes_framework.commands.attention", str(folder), "--samples", "1"), "no shipped config group")
+    judge.check("no file written where the record said", not (tmp / "written.gguf").exists(), "nothing written",
+                "security")
+
+    def reads_file(records):
+        records[0]["spec"]["config"]["task"]["path"] = str(victim)
+    folder = crafted_copy(reference, tmp / "reads", reads_file)
+    judge.refused("a record whose task reads a file, attention", cli(
+        "lpes_framework.commands.attention", str(folder)), "its task reads files")
+
+    # a preset whose run record names a model with remote code: re-tested on the model the user names
+    marker = tmp / "remote-code-ran"
+    code = tmp / "evil-model"
+    code.mkdir()
+    (code / "config.json").write_text(json.dumps({"model_type": "evil", "auto_map": {"AutoConfig": "evil.EvilConfig"}}))
+    (code / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    record = json.loads((reference / "best_factors.json").read_text())
+    record["run"]["config"]["model"] = {"name": "evil", "name_or_path": str(code), "trust_remote_code": True}
+    preset = tmp / "evil-preset.json"
+    preset.write_text(json.dumps(record))
+    proc = subprocess.run([sys.executable, "bench/heldout_gain.py", "--preset", str(preset), "--model", "tiny",
+                           "--samples", "1", "--uniform"], capture_output=True, text=True, timeout=900)
+    judge.check("a preset naming remote code, heldout_gain", proc.returncode == 0 and not marker.exists(),
+                "re-tested on the model named on the command line; the record's code never imported"
+                if not marker.exists() else "the record's code ran", "security" if marker.exists() else "silent")
+
+    # what a refused command leaves, and a foreign log's cut last line
+    folder = crafted_copy(reference, tmp / "again")
+    before = snapshot(folder)
+    judge.refused("a second search in a finished folder", cli("lpes_framework", *SEARCH, f"hydra.run.dir={folder}"),
+                  "already holds a search", folder, before)
+    log = folder / "evaluations.jsonl"
+    log.write_bytes(log.read_bytes() + b'{"key": "half')
+    before = snapshot(folder)
+    judge.refused("resume of a foreign log with a cut last line", cli(
+        "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true", "seed=1"), "other settings", folder, before)
+
+    # checkpoints and logs tied to their run
+    other = tmp / "seed1"
+    assert cli("lpes_framework", *SEARCH, "seed=1", f"hydra.run.dir={other}").returncode == 0
+    folder = crafted_copy(reference, tmp / "swapped")
+    (folder / "checkpoint.json").write_bytes((other / "checkpoint.json").read_bytes())
+    judge.refused("a checkpoint copied from a seed=1 run", cli(
+        "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true"), "does not belong to")
+    for label, edit, words in (
+            ("a log without its run record", lambda lines: lines[1:], "holds no run record"),
+            ("a NaN fitness in the log", lambda lines: [
+                line.replace('"fitness": ', '"fitness": null, "was": ', 1) if '"outcome"' in line else line
+                for line in lines], "hold no finite fitness")):
+        folder = crafted_copy(reference, tmp / f"log-{len(words)}")
+        (folder / "checkpoint.json").unlink()
+        lines = (folder / "evaluations.jsonl").read_text().splitlines(keepends=True)
+        (folder / "evaluations.jsonl").write_text("".join(edit(lines)))
+        judge.refused(label, cli("lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true",
+                                 "model.random.num_hidden_layers=2" if "record" in label else "seed=0"), words)
+
+    # data whose gold answer would differ from what the prompt shows
+    repeated = tmp / "repeated.jsonl"
+    repeated.write_text("".join(json.dumps({"ordered_kv_records": [["k", "v1"], ["j", "v2"], ["k", "v3"]] * 2,
+                                            "key": "k", "value": "v1"}) + "\n" for _ in range(8)))
+    string_answers = tmp / "mdqa.jsonl"
+    string_answers.write_text(json.dumps({"question": "q", "answers": "Paris", "ctxs": [{"title": "t", "text": "x"}]}) + "\n")
+    for i, (label, overrides, words) in enumerate((
+            ("a KV file with a repeated key", [f"task.path={repeated}"], "a key appears twice"),
+            ("generated keys that could collide", ["task.hex_len=1"], "too few distinct keys"),
+            ("MDQA answers given as a string", ["task=mdqa", f"task.path={string_answers}"], "answers must be a list"),
+            ("task.weight=nan", ["task.weight=nan"], "weight must be a finite number"),
+            ("task.weight=abc", ["task.weight=abc"], "weight must be a finite number"),
+            ("task.max_new_tokens=0", ["task.max_new_tokens=0"], "max_new_tokens must be"),
+            ("task.chat_template=maybe", ["task.chat_template=maybe"], "chat_template must be"),
+            ("optimizer=random population=0", ["optimizer=random", "optimizer.population=0"], "population must be"),
+            ("fitness.normalise=maybe", ["fitness.normalise=maybe"], "normalise must be true or false"))):
+        folder = tmp / f"data{i}"
+        judge.refused(label, cli("lpes_framework", *SEARCH, *overrides, f"hydra.run.dir={folder}"), words)
+
+    # refused before the folder holds a record, so the corrected command runs there
+    for i, (label, wrong, words) in enumerate((("model.device=cuda:7", "model.device=cuda:7", "no such device"),
+                                              ("executor.workers=0", "executor=ray", "workers"))):
+        folder = tmp / f"late-device{i}"
+        extra = ["executor.workers=0"] if "workers" in label else []
+        judge.refused(f"{label}, then corrected", cli("lpes_framework", *SEARCH, wrong, *extra,
+                                                      f"hydra.run.dir={folder}"), words)
+        fixed = cli("lpes_framework", *SEARCH, f"hydra.run.dir={folder}")
+        judge.check(f"{label}: the corrected command runs there", fixed.returncode == 0,
+                    "ran" if fixed.returncode == 0 else fixed.stderr.strip().splitlines()[-1][:120], "late")
 
 
 def damaged_cache(tmp: Path, judge: Judge) -> None:
@@ -195,10 +329,10 @@ def main() -> None:
     judge = Judge()
     with tempfile.TemporaryDirectory() as tmp:
         run(Path(tmp), judge, args.cache)
-    for kind in ("silent", "late", "lost"):
-        for what in getattr(judge, kind):
+    for kind, found in judge.found.items():
+        for what in found:
             print(f"{kind}: {what}")
-    print(f"faults_tried={judge.tried} silent={len(judge.silent)} late={len(judge.late)} lost={len(judge.lost)}")
+    print(f"faults_tried={judge.tried} " + " ".join(f"{kind}={len(found)}" for kind, found in judge.found.items()))
 
 
 if __name__ == "__main__":

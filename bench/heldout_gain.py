@@ -34,6 +34,7 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
     from lpes_framework.config import compose_config
     from lpes_framework.errors import LpesError
     from lpes_framework.commands.evaluate import file_method_names, run_evaluate
+    from lpes_framework.model.choice import check_task_reads_no_files
     from lpes_framework.model.factors import load_factors
 
     record = load_factors(preset)
@@ -43,7 +44,12 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
                          "is unknown")
     if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block
         uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
-    task = (run["config"]["task"] if run else record["task"])["name"]
+    recorded_task = run["config"]["task"] if run else record["task"]
+    try:
+        check_task_reads_no_files(recorded_task, preset)  # a received file never chooses what is read
+    except LpesError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    task = recorded_task["name"]
     cfg = compose_config("evaluate", [f"model={model}", f"task={task}", f"split={split}",
                                       f"pos={record['scheme']['name']}",
                                       f"threads={threads}", "progress=false", "resume=true",
@@ -51,8 +57,7 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
                                       f"methods.factors_files=[{','.join([preset, *versus])}]",
                                       "+task@extra_tasks.perplexity=perplexity"])
     with open_dict(cfg):
-        if run:
-            cfg.model = {**run["config"]["model"], "device": cfg.model.device}  # searched elsewhere, re-tested here
+        if run:  # the model is --model's, never the record's: factors searched on another are refused by evaluate
             cfg.task = run["config"]["task"]
             cfg.seed = run["config"]["seed"] if seed is None else seed
         else:

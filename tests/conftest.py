@@ -62,6 +62,15 @@ TINY_SEARCH = [*TINY_TASK, "optimizer.population=5", "optimizer.parents=3", "opt
                "optimizer.crossovers=2", "optimizer.generations=3"]
 
 
+@pytest.fixture(scope="session")
+def ga_run(tmp_path_factory):
+    """(folder, finished process) of one tiny GA search through the command line, shared by the tests that
+    read a finished run (or copy it to damage the copy)."""
+    out = tmp_path_factory.mktemp("ga")
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={out}")
+    return out, proc
+
+
 def run_cli(module: str, *overrides: str, check: bool = True, timeout: int = 300, env: dict | None = None):
     """Run a command of the package in a subprocess, as a user would (``env`` adds variables)."""
     proc = subprocess.run([sys.executable, "-m", module, *overrides], capture_output=True, text=True, timeout=timeout,

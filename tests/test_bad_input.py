@@ -50,6 +50,14 @@ def last_error_line(proc) -> str:
     ("search", ["curve.high=inf"], "option high=inf must be a finite number"),
     ("evaluate", ["methods.uniform=[1e300]"], "factors must be finite and in [1e-06, 1e+06]"),
     ("search", ["resume=true"], "holds no search to continue"),
+    ("search", ["task.weight=nan"], "weight must be a finite number"),
+    ("search", ["task.weight=abc"], "weight must be a finite number"),
+    ("search", ["task.max_new_tokens=0"], "max_new_tokens must be a whole number >= 1"),
+    ("search", ["task.chat_template=maybe"], "chat_template must be auto, true or false"),
+    ("search", ["optimizer=random", "optimizer.population=0"], "population must be a whole number >= 1"),
+    ("search", ["task.hex_len=1"], "hex_len=1 leaves too few distinct keys"),
+    ("search", ["model.device=cuda:7"], "model.device=cuda:7: no such device is available"),
+    ("search", ["fitness.normalise=maybe"], "fitness.normalise must be true or false"),
     # a task passes **common on to its base: an option neither takes was a TypeError deep in the build
     ("search", ["+task.bogus=1"], "task 'kv_retrieval': unexpected keyword option(s) bogus (it takes pairs,"),
     # an experiment's GA keys merged under another optimizer: named, with the way to delete them
@@ -66,8 +74,11 @@ def test_bad_input_is_refused_before_the_model_loads(command, overrides, message
 
     monkeypatch.setattr(load, "load_model", no_weights)
     run = {"search": run_search, "evaluate": run_evaluate}[command]
+    out = tmp_path / "run"
     with pytest.raises(LpesError, match=re.escape(message)):
-        run(compose_config("config" if command == "search" else "evaluate", [*TINY_TASK, *overrides]), tmp_path)
+        run(compose_config("config" if command == "search" else "evaluate", [*TINY_TASK, *overrides]), out)
+    # a refused command writes nothing but the folder's lock (which records no setting)
+    assert not out.exists() or {p.name for p in out.iterdir()} <= {".lpes.lock"}
 
 
 @pytest.mark.parametrize("module", ["lpes_framework", "lpes_framework.commands.evaluate"])

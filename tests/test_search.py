@@ -15,13 +15,6 @@ OUTPUTS = ["evaluations.jsonl", "checkpoint.json", "best_factors.json", "factors
            "by_position.png", "report.md"]
 
 
-@pytest.fixture(scope="module")
-def ga_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ga")
-    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={out}")
-    return out, proc
-
-
 def test_search_writes_every_output(ga_run):
     out, proc = ga_run
     for name in OUTPUTS:
@@ -260,10 +253,7 @@ def test_status_reads_a_finished_run(ga_run):
 
 
 def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
-    import shutil
-
     out, _ = ga_run
-    shutil.copytree(out / ".hydra", tmp_path / ".hydra")
     lines = (out / "evaluations.jsonl").read_text().splitlines(keepends=True)
     written = "".join(lines[:8]) + lines[8][:40]  # spec, baseline, 6 candidates, a line being written
     (tmp_path / "evaluations.jsonl").write_text(written)
@@ -330,11 +320,8 @@ class _Exploit:
 def test_a_pickle_in_a_run_folder_is_never_unpickled(ga_run, tmp_path):
     import pickle
 
-    import shutil
-
     reference, _ = ga_run
     (tmp_path / "evaluations.jsonl").write_bytes((reference / "evaluations.jsonl").read_bytes())
-    shutil.copytree(reference / ".hydra", tmp_path / ".hydra")
     marker = tmp_path / "pwned"
     (tmp_path / "checkpoint.pkl").write_bytes(pickle.dumps(_Exploit(marker)))
     for command, args in (("lpes_framework.commands.status", [str(tmp_path)]),

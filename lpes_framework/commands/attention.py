@@ -96,18 +96,34 @@ def format_mass(methods: dict[str, dict[str, list[float]]]) -> str:
 
 
 def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samples: int | None = None,
-            threads: int | None = None, allow_foreign: bool = False, out: Path | None = None) -> dict:
-    from .cli import build_tasks, prepare
+            threads: int | None = None, allow_foreign: bool = False, out: Path | None = None,
+            model: str | None = None) -> dict:
+    from omegaconf import open_dict
+
+    from .cli import build_tasks, plain, prepare
+    from ..io.spec import model_differences, read_spec
+    from ..model.choice import check_task_reads_no_files, chosen_model
     from ..model.factors import load_checked, resolve_factors, write_json_atomic
     from ..model.load import identify, load_model
     from ..report.plots import plot_attention
     from ..position import apply_layer_scaling, build_scheme
-    from ..io.spec import read_spec
 
-    cfg = read_spec(run_dir).cfg()
+    spec = read_spec(run_dir)
+    cfg = spec.cfg()
+    if not any(t.get("name") != "perplexity" for t in [plain(cfg.task), *plain(cfg.get("extra_tasks") or {}).values()]):
+        raise LpesError(f"{run_dir}: the run scores no retrieval task, so there is no gold span to measure attention on")
+    for task in [plain(cfg.task), *plain(cfg.get("extra_tasks") or {}).values()]:
+        check_task_reads_no_files(task, str(run_dir))
+    with open_dict(cfg):  # the model is the user's choice (or the shipped group the record equals), never the record's
+        cfg.model = chosen_model(model, plain(cfg.model))
+    info = identify(cfg.model)
+    differ = model_differences(spec.model or {}, info.as_dict())
+    if differ and not allow_foreign:
+        raise LpesError(f"{run_dir} was run on another model ({', '.join(differ[:4])} differ); pass --allow-foreign "
+                        "to measure this one anyway")
     source = resolve_factors(factors) if factors else run_dir / "best_factors.json"
     # a file from another model is refused before its weights load
-    record = load_checked(source, identify(cfg.model), allow_foreign)
+    record = load_checked(source, info, allow_foreign)
     if samples is not None:
         cfg.task.samples_per_position = samples
     if threads is not None:
@@ -156,9 +172,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--allow-foreign", action="store_true",
                         help="apply a factors file searched on another model (or recording none) anyway")
     parser.add_argument("--out", type=Path, help="folder for attention.json and .png (default: the run directory)")
+    parser.add_argument("--model", help="model config group to load (default: the shipped group the run's record "
+                        "equals; a record naming another model needs this)")
     args = parser.parse_args(argv)
     one_line_errors(analyse)(args.run, args.factors, args.split, args.samples, args.threads, args.allow_foreign,
-                             args.out)
+                             args.out, args.model)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,15 @@ def prepare(cfg) -> None:
         value = OmegaConf.select(cfg, setting)
         if value is not None:
             whole(value, setting, least)
+    device = str(OmegaConf.select(cfg, "model.device") or "cpu")
+    if device != "cpu":  # checked before a run folder is written to, not when the weights are placed
+        import torch
+
+        backend = device.split(":")[0]
+        available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}.get(backend)
+        if available is None or not available():
+            raise LpesError(f"model.device={device}: no such device is available on this machine (torch "
+                            f"{torch.__version__}); use model.device=cpu or run where it is")
     threads = cfg.get("threads")
     if threads:
         import torch

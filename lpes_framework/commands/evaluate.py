@@ -181,6 +181,7 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
         raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
     prior = [(key, rows_from_json(record["rows"])) for key, record in (log.load() if cfg.resume else {}).items()
              if key != KEY]
+    log.repair()  # a line a kill cut short is dropped before this run's records follow
     log.append(spec.record())  # each run's own record: a resume may score more samples or methods
     jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
     counts = {k: t.samples_per_position for k, t in tasks.items()}

@@ -125,20 +125,29 @@ class Search:
         if not resume:
             if self.store.has_run():
                 raise LpesError(f"{self.out} already holds a search; pass resume=true to continue it")
-            # the run record comes first, before any weights load or any score is written, so a resume
-            # is checked against it even when it was killed before its first checkpoint
-            self.store.evaluations.append(self.spec.record())
+            # the run record is written by setup() once the executor has started, before any score: a
+            # command refused before then (an executor option, a device, weights that fail to load) leaves
+            # no record, so the corrected command starts afresh in the same folder
             self.cache: dict[str, dict] = {KEY: self.spec.record()}
             return
         self.cache = self.store.evaluations.load()
-        state = self.store.load_checkpoint()
-        if KEY in self.cache:  # logs of versions before the run record have none
-            recorded = RunSpec.from_json(self.cache[KEY]["spec"], str(self.store.evaluations.path))
-            differ = differences(_fingerprint(recorded.config, objectives), _fingerprint(self.spec.config, objectives))
-            differ += model_differences(recorded.model, self.spec.model)
-            if differ:
-                raise LpesError(f"{self.out} holds a search with other settings ({', '.join(differ[:6])}"
-                                f"{', ...' if len(differ) > 6 else ''} differ); resume with the original overrides")
+        if KEY not in self.cache:
+            raise LpesError(f"{self.store.evaluations.path} holds no run record (its first line), so nothing ties it "
+                            "to these settings; a search cannot continue from it")
+        bad = [r["key"][:8] for r in self.cache.values() if "outcome" in r
+               and not (isinstance(r["outcome"], dict) and isinstance(r["outcome"].get("fitness"), (int, float))
+                        and math.isfinite(r["outcome"]["fitness"]))]
+        if bad:  # a search writes invalid_fitness for a candidate that failed, never a missing or NaN one
+            raise LpesError(f"{self.store.evaluations.path}: records {', '.join(bad[:3])} hold no finite fitness; "
+                            "the log was not written by a search")
+        recorded = RunSpec.from_json(self.cache[KEY]["spec"], str(self.store.evaluations.path))
+        differ = differences(_fingerprint(recorded.config, objectives), _fingerprint(self.spec.config, objectives))
+        differ += model_differences(recorded.model, self.spec.model)
+        if differ:
+            raise LpesError(f"{self.out} holds a search with other settings ({', '.join(differ[:6])}"
+                            f"{', ...' if len(differ) > 6 else ''} differ); resume with the original overrides")
+        state = self.store.load_checkpoint()  # bound to this log (io.store), or refused
+        self.store.evaluations.repair()  # the log is this run's: a line a kill cut short goes before new ones
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
         self.optimizer.load_state_dict(state["optimizer"])
@@ -182,6 +191,8 @@ class Search:
         self.executor = build_executor(self.executor_cfg, plain(self.cfg), self.task_specs, SPLITS,
                                        sample_sets=self.sample_sets, loaded=loaded)
         self.info = self.executor.info
+        if not self.store.evaluations.exists():  # first before any score, so a resume is checked against it
+            self.store.evaluations.append(self.spec.record())
         print(self.info.line())
         self.baseline = scores_from_json(self.score([(None, "baseline", None)])[0]["scores"])
 

@@ -15,8 +15,11 @@ def atomic_file(target: str | os.PathLike, mode: str = "w") -> Iterator:
     """An open file that becomes ``target`` when the block ends without error (else it is discarded)."""
     target = Path(target)
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
     try:
-        with open(tmp, mode) as fh:
+        # created afresh, never through a link planted under the temporary name (the rename then replaces
+        # a link at ``target`` itself, not the file it points to)
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), mode) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

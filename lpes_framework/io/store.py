@@ -11,6 +11,7 @@ no code) and is replaced atomically (write, fsync, rename). Checkpoints of older
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -21,7 +22,7 @@ from . import jsonio
 from .atomic import write_atomic
 from ..errors import LpesError
 
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3  # 3: bound to the evaluation log (its record count and digest)
 LEGACY_CHECKPOINT = "checkpoint.pkl"  # version 1: a pickle, refused unread
 
 
@@ -39,6 +40,23 @@ def cache_key(factors, regime: dict) -> str:
     return hashlib.sha1(payload.encode()).hexdigest()
 
 
+def open_in_run(path: Path, flags: int, mode: int = 0o644) -> int:
+    """A file descriptor of ``path`` opened without following a symbolic link: a received run folder could
+    point its files anywhere (a lock or a log linked to a file of the user's, which the run would truncate
+    or append to)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LpesError(f"{path} is a symbolic link; lpes does not follow links in a run folder") from None
+        raise
+
+
+def read_in_run(path: Path) -> bytes:
+    with os.fdopen(open_in_run(path, os.O_RDONLY), "rb") as fh:
+        return fh.read()
+
+
 class JsonLog:
     """Append-only JSON lines, each record fsynced before the caller moves on. A kill can cut only the
     last line short; readers skip it and a resume drops it (that record is simply made again)."""
@@ -50,7 +68,7 @@ class JsonLog:
         return self.path.exists() and self.path.stat().st_size > 0
 
     def _complete(self) -> tuple[str, bool]:
-        data = self.path.read_bytes() if self.path.exists() else b""
+        data = read_in_run(self.path) if self.path.exists() or self.path.is_symlink() else b""
         complete, _, partial = data.rpartition(b"\n")
         lines = complete.split(b"\n") if complete else []
         for i, line in enumerate(lines):
@@ -77,15 +95,28 @@ class JsonLog:
         return self._parse(self._complete()[0])
 
     def load(self) -> dict[str, dict]:
-        """The records by their ``key``, for a resume: a cut last line is removed from the file first."""
+        """The records by their ``key``, for a resume; the file is not touched (``repair`` drops a cut last
+        line once the caller has accepted the log as its own)."""
+        return {record["key"]: record for record in self._parse(self._complete()[0])}
+
+    def digest(self, count: int | None = None) -> tuple[int, str]:
+        """(records, SHA-1) of the first ``count`` complete lines (all of them by default): what a checkpoint
+        is bound to."""
+        lines = self._complete()[0].splitlines()[:count]
+        return len(lines), hashlib.sha1("\n".join(lines).encode()).hexdigest()
+
+    def repair(self) -> None:
+        """Cut a last line that a kill left short, so that the next record starts a line of its own."""
         complete, partial = self._complete()
         if partial:
-            with open(self.path, "r+") as fh:
-                fh.truncate(len((complete + "\n").encode()) if complete else 0)
-        return {record["key"]: record for record in self._parse(complete)}
+            fd = open_in_run(self.path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, len((complete + "\n").encode()) if complete else 0)
+            finally:
+                os.close(fd)
 
     def append(self, record: dict) -> None:
-        with open(self.path, "a") as fh:
+        with os.fdopen(open_in_run(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as fh:
             fh.write(jsonio.dumps(record) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -101,7 +132,7 @@ class RunLock:
         self._fh = None
 
     def acquire(self) -> "RunLock":
-        fh = open(self.path, "a+")
+        fh = os.fdopen(open_in_run(self.path, os.O_RDWR | os.O_CREAT), "r+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -142,21 +173,33 @@ class RunStore:
         return self.checkpoint.exists() or self.evaluations.exists() or self.legacy.exists()
 
     def save_checkpoint(self, state: dict) -> None:
-        write_atomic(self.checkpoint, jsonio.dumps({"version": CHECKPOINT_VERSION, **state}))
+        """The state, bound to the evaluation log as it stands (its record count and digest: the run record
+        and every evaluation the state was made from)."""
+        records, digest = self.evaluations.digest()
+        write_atomic(self.checkpoint, jsonio.dumps({"version": CHECKPOINT_VERSION, "log_records": records,
+                                                    "log_digest": digest, **state}))
 
     def load_checkpoint(self) -> dict | None:
         """The last checkpoint, or None; never executes anything from the folder."""
-        if not self.checkpoint.exists():
+        if not (self.checkpoint.exists() or self.checkpoint.is_symlink()):
             if self.legacy.exists():
                 raise LpesError(f"{self.legacy} is a checkpoint of an older lpes (a pickle, which is not read: "
                                 "unpickling runs code); delete it and resume=true replays the run from "
                                 "evaluations.jsonl, which keeps every evaluation")
             return None
         try:
-            state = json.loads(self.checkpoint.read_text(encoding="utf-8"))
+            state = json.loads(read_in_run(self.checkpoint).decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LpesError(f"{self.checkpoint} is truncated or corrupted ({type(exc).__name__}); delete it to "
                             f"replay the search from evaluations.jsonl, which keeps every evaluation") from exc
+        replay = "delete it and resume=true replays the search from evaluations.jsonl, which keeps every evaluation"
         if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
-            raise LpesError(f"{self.checkpoint} is not a version {CHECKPOINT_VERSION} lpes checkpoint")
+            raise LpesError(f"{self.checkpoint} is not a version {CHECKPOINT_VERSION} lpes checkpoint; {replay}")
+        records = state.get("log_records")
+        if not isinstance(records, int) or isinstance(records, bool) or records < 1 \
+                or self.evaluations.digest(records) != (records, state.get("log_digest")):
+            raise LpesError(f"{self.checkpoint} does not belong to {self.evaluations.path} (it was made from "
+                            f"another log, or the log was changed since); {replay}")
+        if not isinstance(state.get("optimizer"), dict) or not isinstance(state.get("log"), list):
+            raise LpesError(f"{self.checkpoint} lacks the optimizer state or its generation log; {replay}")
         return state

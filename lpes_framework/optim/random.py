@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import LpesError
 from ..registries import OPTIMIZERS
 from .base import Optimizer
 
@@ -12,6 +13,8 @@ from .base import Optimizer
 class RandomSearch(Optimizer):
     def __init__(self, curve, *, population: int = 8, generations: int = 10, seed: int = 0):
         super().__init__(curve, generations=generations, seed=seed)
+        if isinstance(population, bool) or not isinstance(population, int) or population < 1:
+            raise LpesError(f"random: population must be a whole number >= 1, got {population!r}")
         self.population = population
 
     def ask(self) -> list[np.ndarray]:

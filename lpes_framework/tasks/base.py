@@ -12,6 +12,7 @@ compared on the same material: each draw builds one context and asks about every
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -88,8 +89,14 @@ class Task:
 
     def __init__(self, *, seed: int = 0, samples_per_position: int = 10, chat_template: str | bool = "auto",
                  max_new_tokens: int = 48, weight: float = 1.0):
-        if samples_per_position < 1:
-            raise LpesError(f"{self.name}: samples_per_position must be >= 1, got {samples_per_position}")
+        for option, value, least in (("samples_per_position", samples_per_position, 1),
+                                     ("max_new_tokens", max_new_tokens, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise LpesError(f"{self.name}: {option} must be a whole number >= {least}, got {value!r}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+            raise LpesError(f"{self.name}: weight must be a finite number, got {weight!r}")
+        if chat_template not in ("auto", True, False):
+            raise LpesError(f"{self.name}: chat_template must be auto, true or false, got {chat_template!r}")
         self.seed = seed
         self.samples_per_position = samples_per_position
         self.chat_template = chat_template

@@ -34,6 +34,8 @@ def read_kv_records(path: str) -> list[tuple[list[tuple[str, str]], int]]:
         if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
             raise LpesError(f"{where}: ordered_kv_records must be a list of [key, value] pairs")
         pairs = [(str(k), str(v)) for k, v in pairs]
+        if len({k for k, _ in pairs}) != len(pairs):  # the prompt's JSON object would keep one value of a key
+            raise LpesError(f"{where}: a key appears twice among its ordered_kv_records, so its gold value is ambiguous")
         if (str(rec["key"]), str(rec["value"])) not in pairs:
             raise LpesError(f"{where}: its key/value pair is not among its ordered_kv_records")
         if out and len(pairs) != len(out[0][0]):
@@ -70,6 +72,10 @@ class KVRetrieval(Task):
         self.answer_prefix = answer_prefix
         self.layout = check_layout(self.name, layout)
         random_key(rng_for(0, "search", 0), key_kind, hex_len)  # validates key_kind now
+        if key_kind == "hex" and (isinstance(hex_len, bool) or not isinstance(hex_len, int) or hex_len < 1
+                                  or 16 ** hex_len < 4 * pairs):
+            raise LpesError(f"kv_retrieval: hex_len={hex_len!r} leaves too few distinct keys for {pairs} pairs "
+                            f"(16^hex_len must be at least 4 x pairs)")
 
     def settings(self) -> dict:
         return super().settings() | ({"file_stamp": file_stamp(self.path)} if self.path else {})
@@ -81,8 +87,11 @@ class KVRetrieval(Task):
             return
         for j in self.draws():
             rng = rng_for(self.seed, split, j)
-            yield j, [(random_key(rng, self.key_kind, self.hex_len), random_key(rng, self.key_kind, self.hex_len))
-                      for _ in range(self.pairs)], 0
+            pairs: dict[str, str] = {}
+            while len(pairs) < self.pairs:  # a repeated key is drawn again (the JSON object would keep one)
+                key, value = random_key(rng, self.key_kind, self.hex_len), random_key(rng, self.key_kind, self.hex_len)
+                pairs.setdefault(key, value)
+            yield j, list(pairs.items()), 0
 
     def samples(self, split: str, tokenizer=None) -> list[Sample]:
         out = []

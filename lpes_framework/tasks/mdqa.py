@@ -20,8 +20,16 @@ PROMPT = ("Write a high-quality answer for the given question using only the pro
 def read_records(path: str) -> list[dict]:
     records = read_jsonl(path, "mdqa")
     for i, rec in enumerate(records):
+        where = f"mdqa: record {i} of {path}"
         if not {"question", "answers", "ctxs"} <= rec.keys() or not rec["answers"] or not rec["ctxs"]:
-            raise LpesError(f"mdqa: record {i} of {path} lacks question/answers/ctxs")
+            raise LpesError(f"{where} lacks question/answers/ctxs")
+        if not isinstance(rec["question"], str):
+            raise LpesError(f"{where}: question must be text")
+        if not isinstance(rec["answers"], list) or not all(isinstance(a, str) and a.strip() for a in rec["answers"]):
+            raise LpesError(f"{where}: answers must be a list of non-empty strings, got {rec['answers']!r:.60}")
+        if not isinstance(rec["ctxs"], list) or not all(isinstance(c, dict) and isinstance(c.get("text"), str)
+                                                        and isinstance(c.get("title", ""), str) for c in rec["ctxs"]):
+            raise LpesError(f"{where}: ctxs must be a list of documents, each with a text (and a title) as strings")
     return records
 
 

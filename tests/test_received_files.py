@@ -1,0 +1,170 @@
+"""Files received from someone else: nothing they hold runs code, loads a model or reads a path of their
+choosing, writes outside the run folder, or yields a silent wrong number; a refused command changes nothing."""
+
+import json
+import shutil
+
+import pytest
+
+from conftest import TINY_SEARCH, run_cli
+from lpes_framework.commands.search import run_search
+from lpes_framework.config import compose_config
+from lpes_framework.errors import LpesError
+from lpes_framework.io.store import JsonLog, RunLock, RunStore
+from lpes_framework.tasks import TASKS
+
+
+def copy_run(ga_run, tmp_path):
+    out, _ = ga_run
+    dst = tmp_path / "copy"
+    shutil.copytree(out, dst, ignore=shutil.ignore_patterns(".lpes.lock"))
+    return dst
+
+
+def resume(folder, words, *extra):
+    """A resume of ``folder`` in this process, refused with a one-line error holding ``words``."""
+    with pytest.raises(LpesError, match=words):
+        run_search(compose_config("config", [*TINY_SEARCH, "resume=true", *extra]), folder)
+
+
+def attention(folder, words, *extra):
+    from lpes_framework.commands.attention import analyse
+
+    with pytest.raises(LpesError, match=words):
+        analyse(folder, *extra)
+
+
+def test_a_linked_lock_never_writes_through(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / ".lpes.lock").symlink_to(victim)
+    with pytest.raises(LpesError, match="symbolic link"):
+        RunLock(run).acquire()
+    assert victim.read_text() == "precious"
+
+
+def test_a_linked_log_is_refused_and_its_target_untouched(ga_run, tmp_path):
+    folder = copy_run(ga_run, tmp_path)
+    victim = tmp_path / "victim.jsonl"
+    victim.write_text('{"key": "a"}\n{"key": "b", "cut')  # a last line without its newline
+    (folder / "evaluations.jsonl").unlink()
+    (folder / "evaluations.jsonl").symlink_to(victim)
+    resume(folder, "symbolic link")
+    assert victim.read_text() == '{"key": "a"}\n{"key": "b", "cut'
+    for reader in (JsonLog(folder / "evaluations.jsonl").read, lambda: JsonLog(folder / "evaluations.jsonl").append({"key": 1})):
+        with pytest.raises(LpesError, match="symbolic link"):
+            reader()
+    assert victim.read_text().endswith("cut")
+
+
+def test_a_refused_resume_leaves_a_foreign_logs_cut_line(ga_run, tmp_path):
+    folder = copy_run(ga_run, tmp_path)
+    log = folder / "evaluations.jsonl"
+    log.write_bytes(log.read_bytes() + b'{"key": "half')  # a line a kill cut short
+    before = log.read_bytes()
+    resume(folder, "other settings", "seed=1")
+    assert log.read_bytes() == before  # not cut before refusing
+
+
+def test_a_refused_command_writes_no_hydra_files(ga_run, tmp_path):
+    folder = copy_run(ga_run, tmp_path)
+    proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={folder}", check=False)
+    assert proc.returncode == 2 and "already holds a search" in proc.stderr.strip().splitlines()[-1]
+    assert not (folder / ".hydra").exists()
+
+
+def test_a_checkpoint_from_another_run_is_refused(ga_run, tmp_path):
+    folder = copy_run(ga_run, tmp_path)
+    other = tmp_path / "other"
+    run_search(compose_config("config", [*TINY_SEARCH, "seed=1", "optimizer.generations=1"]), other)
+    shutil.copy(other / "checkpoint.json", folder / "checkpoint.json")
+    resume(folder, "does not belong to")
+    state = json.loads((folder / "checkpoint.json").read_text())
+    state["log_digest"] = "0" * 40
+    (folder / "checkpoint.json").write_text(json.dumps(state))
+    resume(folder, "does not belong to")
+
+
+def test_a_log_without_its_run_record_or_with_a_nan_fitness_is_refused(ga_run, tmp_path):
+    folder = copy_run(ga_run, tmp_path)
+    (folder / "checkpoint.json").unlink()
+    log = folder / "evaluations.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[1:]))
+    resume(folder, "holds no run record", "model.random.num_hidden_layers=2")
+    records = [json.loads(line) for line in lines]
+    candidate = next(r for r in records if "outcome" in r)
+    candidate["outcome"]["fitness"] = None  # NaN is stored as null
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    resume(folder, "hold no finite fitness")
+
+
+def test_attention_never_loads_the_model_a_record_names(ga_run, tmp_path):
+    """A crafted record naming its own files to join (and a place to write them) and remote code is only
+    compared with the shipped models; none matches, so the user must name one."""
+    folder = copy_run(ga_run, tmp_path)
+    target = tmp_path / "written.gguf"
+    log = folder / "evaluations.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    model = records[0]["spec"]["config"]["model"]
+    model.update(trust_remote_code=True, random=None,
+                 embedded={"parts": ["lpes-framework:lpes_framework/__init__.py"], "filename": str(target)})
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    attention(folder, "names a model that is no shipped config group")
+    assert not target.exists()
+
+
+def test_a_recorded_task_that_reads_files_is_refused(ga_run, tmp_path):
+    folder = copy_run(ga_run, tmp_path)
+    log = folder / "evaluations.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records[0]["spec"]["config"]["task"]["path"] = "/etc/hostname"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    attention(folder, "its task reads files")
+
+
+def test_kv_data_cannot_hold_an_ambiguous_gold_answer(tmp_path):
+    path = tmp_path / "kv.jsonl"
+    path.write_text(json.dumps({"ordered_kv_records": [["a", "1"], ["b", "2"], ["a", "3"]], "key": "a",
+                                "value": "1"}) + "\n")
+    with pytest.raises(LpesError, match="a key appears twice"):
+        TASKS.build({"name": "kv_retrieval", "path": str(path)})
+    # short generated keys are drawn again on a collision: every haystack's keys are distinct
+    task = TASKS.build({"name": "kv_retrieval", "hex_len": 2, "pairs": 40, "gold_positions": [0, 39],
+                        "samples_per_position": 25})
+    for j, items, _ in task._draws("search"):
+        assert len({k for k, _ in items}) == 40
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"question": "q", "answers": "Paris", "ctxs": [{"title": "t", "text": "x"}]}, "answers must be a list"),
+    ({"question": "q", "answers": ["Paris"], "ctxs": ["just text"]}, "ctxs must be a list of documents"),
+    ({"question": ["q"], "answers": ["Paris"], "ctxs": [{"title": "t", "text": "x"}]}, "question must be text"),
+])
+def test_mdqa_records_of_the_wrong_types_are_named(record, message, tmp_path):
+    path = tmp_path / "mdqa.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(LpesError, match=message):
+        TASKS.build({"name": "mdqa", "path": str(path), "documents": 1, "gold_positions": [0]})
+
+
+def test_a_corrected_command_after_a_late_refusal_starts_afresh(tmp_path, monkeypatch):
+    """A run refused while its executor starts (here: its weights fail to load) writes no run record, so
+    the corrected command runs in the same folder instead of meeting 'already holds a search'."""
+    from lpes_framework.model import load
+
+    real = load.load_model
+
+    def broken(*_, **__):
+        raise LpesError("the weights are damaged")
+
+    monkeypatch.setattr(load, "load_model", broken)
+    cfg = compose_config("config", [*TINY_SEARCH, "optimizer.generations=1"])
+    with pytest.raises(LpesError, match="damaged"):
+        run_search(cfg, tmp_path)
+    assert not RunStore(tmp_path).has_run()
+    monkeypatch.setattr(load, "load_model", real)
+    run_search(cfg, tmp_path)
+    assert (tmp_path / "best_factors.json").exists()
