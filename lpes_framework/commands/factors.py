@@ -33,13 +33,13 @@ from ..errors import LpesError
 from ..evaluation.fitness import FitnessWeights, task_score
 from ..evaluation.results import scores_from_json
 from ..io.spec import read_spec
-from ..io.store import JsonLog
+from ..io.records import read_evaluations
 from ..model.factors import factors_record, write_json_atomic
 from .cli import one_line_errors, plain, task_specs
 
 
 def _records(run: Path, kind: str) -> list[dict]:
-    return [r for r in JsonLog(run / "evaluations.jsonl").read() if r.get("kind") == kind]
+    return [r for r in read_evaluations(run / "evaluations.jsonl") if r["kind"] == kind]
 
 
 def best_candidate(run: Path, uniform: bool = False) -> dict:

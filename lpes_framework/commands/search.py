@@ -35,6 +35,7 @@ from ..optim.gradient import start_genes
 from ..position import build_scheme, check_scheme_for, is_identity, require_gradient
 from ..evaluation.results import by_position
 from ..evaluation.selection import candidate_name, select
+from ..io.records import read_evaluations
 from ..io.spec import KEY, RunSpec, differences, model_differences
 from ..io.store import RunLock, RunStore, cache_key
 from ..tasks import SPLITS, TASKS
@@ -130,16 +131,11 @@ class Search:
             # no record, so the corrected command starts afresh in the same folder
             self.cache: dict[str, dict] = {KEY: self.spec.record()}
             return
-        self.cache = self.store.evaluations.load()
+        # every record checked against the schema (a NaN or missing fitness, a field of the wrong type)
+        self.cache = {r["key"]: r for r in read_evaluations(self.store.evaluations.path)}
         if KEY not in self.cache:
             raise LpesError(f"{self.store.evaluations.path} holds no run record (its first line), so nothing ties it "
                             "to these settings; a search cannot continue from it")
-        bad = [r["key"][:8] for r in self.cache.values() if "outcome" in r
-               and not (isinstance(r["outcome"], dict) and isinstance(r["outcome"].get("fitness"), (int, float))
-                        and math.isfinite(r["outcome"]["fitness"]))]
-        if bad:  # a search writes invalid_fitness for a candidate that failed, never a missing or NaN one
-            raise LpesError(f"{self.store.evaluations.path}: records {', '.join(bad[:3])} hold no finite fitness; "
-                            "the log was not written by a search")
         recorded = RunSpec.from_json(self.cache[KEY]["spec"], str(self.store.evaluations.path))
         differ = differences(_fingerprint(recorded.config, objectives), _fingerprint(self.spec.config, objectives))
         differ += model_differences(recorded.model, self.spec.model)

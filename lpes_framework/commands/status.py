@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..errors import LpesError
 from ..position.bands import factor_table
-from ..io.store import JsonLog, RunStore
+from ..io.records import read_evaluations
+from ..io.store import RunStore
 
 TOP = 5
 
@@ -43,7 +44,7 @@ def _accuracy_line(scores: dict) -> str:
 def status(run_dir: Path) -> str:
     if not (run_dir / "evaluations.jsonl").is_file():
         raise LpesError(f"{run_dir} holds no evaluations.jsonl: not a search run directory, or not started")
-    records = JsonLog(run_dir / "evaluations.jsonl").read()  # the search may be writing its last line now
+    records = read_evaluations(run_dir / "evaluations.jsonl")  # the search may be writing its last line now
     baseline = next((r for r in records if r["kind"] == "baseline"), None)
     candidates = [r for r in records if r["kind"] == "candidate"]
     if baseline is None or not candidates:

@@ -38,6 +38,8 @@ class RunSpec:
         model = data.get("model", data.get("model_as_read"))
         if not isinstance(data.get("config"), dict) or not isinstance(model, dict):
             raise LpesError(f"{source}: damaged run record (no config or model block)")
+        if not isinstance(data.get("command", "search"), str):
+            raise LpesError(f"{source}: damaged run record (its command is not text)")
         return cls(command=data.get("command", "search"), config=data["config"], model=model)
 
     def cfg(self):
@@ -65,6 +67,8 @@ def _log_spec(path: Path) -> RunSpec | None:
     from .store import JsonLog
 
     specs = [r for r in JsonLog(path).read() if r.get("kind") == KEY]
+    if specs and not isinstance(specs[-1].get("spec"), dict):
+        raise LpesError(f"{path}: damaged run record (its spec is not an object)")
     return RunSpec.from_json(specs[-1]["spec"], str(path)) if specs else None
 
 
@@ -81,9 +85,12 @@ def read_spec(run_dir: Path) -> RunSpec:
         path = run_dir / result
         if path.is_file():
             try:
-                run = json.loads(path.read_text()).get("run")
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise LpesError(f"{path}: corrupted ({exc})") from None
+                data = json.loads(path.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+                raise LpesError(f"{path}: corrupted ({type(exc).__name__})") from None
+            run = data.get("run") if isinstance(data, dict) else None
+            if run is not None and not isinstance(run, dict):
+                raise LpesError(f"{path}: damaged run record (not an object)")
             if run:
                 return RunSpec.from_json(run, str(path))
     legacy = run_dir / ".hydra" / "config.yaml"

@@ -85,8 +85,8 @@ class JsonLog:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 raise LpesError(f"{self.path}: line {i + 1} is corrupted") from None
-            if not isinstance(record, dict) or "key" not in record:
-                raise LpesError(f"{self.path}: line {i + 1} is not an lpes record (no 'key')")
+            if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+                raise LpesError(f"{self.path}: line {i + 1} is not an lpes record (no 'key' text)")
             records.append(record)
         return records
 
@@ -192,14 +192,14 @@ class RunStore:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LpesError(f"{self.checkpoint} is truncated or corrupted ({type(exc).__name__}); delete it to "
                             f"replay the search from evaluations.jsonl, which keeps every evaluation") from exc
+        from .records import check_checkpoint
+
         replay = "delete it and resume=true replays the search from evaluations.jsonl, which keeps every evaluation"
         if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
             raise LpesError(f"{self.checkpoint} is not a version {CHECKPOINT_VERSION} lpes checkpoint; {replay}")
-        records = state.get("log_records")
-        if not isinstance(records, int) or isinstance(records, bool) or records < 1 \
-                or self.evaluations.digest(records) != (records, state.get("log_digest")):
+        check_checkpoint(state, self.checkpoint)
+        records = state["log_records"]
+        if self.evaluations.digest(records) != (records, state["log_digest"]):
             raise LpesError(f"{self.checkpoint} does not belong to {self.evaluations.path} (it was made from "
                             f"another log, or the log was changed since); {replay}")
-        if not isinstance(state.get("optimizer"), dict) or not isinstance(state.get("log"), list):
-            raise LpesError(f"{self.checkpoint} lacks the optimizer state or its generation log; {replay}")
         return state

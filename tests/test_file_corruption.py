@@ -1,0 +1,91 @@
+"""Random corruptions of valid files of each kind a user receives (a factors file, a search's log and
+checkpoint, a finished run's results) never raise anything but the project's one-line error from the
+commands that read them, and never change the file they read."""
+
+import json
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from lpes_framework.errors import LpesError
+
+# a corruption: cut the text, overwrite a byte, or put another JSON value in place of one of the file's
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 30, 10 ** 30), st.floats(allow_nan=True),
+                 st.text(max_size=8), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4),
+                                                                                             st.integers(), max_size=2))
+CORRUPTION = st.one_of(
+    st.tuples(st.just("cut"), st.floats(0, 1)),
+    st.tuples(st.just("byte"), st.floats(0, 1), st.integers(0, 255)),
+    st.tuples(st.just("value"), st.integers(0, 10 ** 6), JUNK),
+)
+
+
+def corrupt(text: str, how) -> str:
+    kind = how[0]
+    if kind == "cut":
+        return text[: int(how[1] * len(text))]
+    if kind == "byte":
+        at = min(int(how[1] * len(text)), len(text) - 1)
+        return text[:at] + chr(how[2]) + text[at + 1:]
+    lines = text.splitlines(keepends=True)
+    index = how[1] % len(lines)
+    try:
+        data = json.loads(lines[index])
+    except json.JSONDecodeError:  # a pretty-printed file: the whole text is one value
+        data, index, lines = json.loads(text), 0, [text]
+    paths = list(_paths(data))
+    path = paths[how[1] % len(paths)]
+    _set(data, path, how[2])
+    lines[index] = json.dumps(data) + ("\n" if lines[index].endswith("\n") else "")
+    return "".join(lines)
+
+
+def _paths(data, prefix=()):
+    yield prefix
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data[:4]):
+            yield from _paths(v, (*prefix, i))
+
+
+def _set(data, path, value):
+    if not path:
+        return
+    for key in path[:-1]:
+        data = data[key]
+    data[path[-1]] = value
+
+
+def readers():
+    from lpes_framework.commands.factors import best_candidate
+    from lpes_framework.commands.status import status
+    from lpes_framework.io.spec import read_spec
+    from lpes_framework.io.store import RunStore
+    from lpes_framework.model.factors import load_factors
+
+    return {
+        "best_factors.json": [lambda d: load_factors(d / "best_factors.json"), read_spec],
+        "evaluations.jsonl": [read_spec, status, best_candidate, lambda d: RunStore(d).evaluations.load()],
+        "checkpoint.json": [lambda d: RunStore(d).load_checkpoint(), status],
+    }
+
+
+@pytest.mark.parametrize("name", ["best_factors.json", "evaluations.jsonl", "checkpoint.json"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(how=CORRUPTION)
+def test_a_corrupted_file_is_a_one_line_error_and_stays_as_it_was(ga_run, tmp_path_factory, name, how):
+    out, _ = ga_run
+    folder = tmp_path_factory.mktemp("corrupt")
+    shutil.copytree(out, folder, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
+    path = folder / name
+    path.write_text(corrupt(path.read_text(), how))
+    before = path.read_bytes()
+    for read in readers()[name]:
+        try:
+            read(folder)
+        except LpesError as exc:
+            assert "\n" not in str(exc)
+        assert path.read_bytes() == before
