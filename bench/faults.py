@@ -262,7 +262,7 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
             ("a log without its run record", lambda lines: lines[1:], "holds no run record"),
             ("a NaN fitness in the log", lambda lines: [
                 line.replace('"fitness": ', '"fitness": null, "was": ', 1) if '"outcome"' in line else line
-                for line in lines], "hold no finite fitness")):
+                for line in lines], "outcome.fitness")):
         folder = crafted_copy(reference, tmp / f"log-{len(words)}")
         (folder / "checkpoint.json").unlink()
         lines = (folder / "evaluations.jsonl").read_text().splitlines(keepends=True)

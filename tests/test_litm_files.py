@@ -56,7 +56,7 @@ def test_kv_file_moves_the_gold_pair_and_splits_records(tmp_path, suffix):
 @pytest.mark.parametrize("mutate,message", [
     (lambda r: r[1].pop("value"), "record 1 of .* lacks value"),
     (lambda r: r[2].update(key="not-a-key"), "record 2 of .*: its key/value pair is not among"),
-    (lambda r: r[3].update(ordered_kv_records=[[r[3]["key"], r[3]["value"]]] * 4),
+    (lambda r: r[3].update(ordered_kv_records=[[r[3]["key"], r[3]["value"]]] + [[f"x{i}", "y"] for i in range(3)]),
      "record 3 of .* has 4 pairs, record 0 has 5: mixed pair counts"),
     (lambda r: r[0].update(ordered_kv_records=[["a", "b", "c"]]), "record 0 of .*: ordered_kv_records must be"),
 ])

@@ -98,7 +98,7 @@ def test_a_log_without_its_run_record_or_with_a_nan_fitness_is_refused(ga_run, t
     candidate = next(r for r in records if "outcome" in r)
     candidate["outcome"]["fitness"] = None  # NaN is stored as null
     log.write_text("".join(json.dumps(r) + "\n" for r in records))
-    resume(folder, "hold no finite fitness")
+    resume(folder, r"outcome.fitness: Input should be a valid number")
 
 
 def test_attention_never_loads_the_model_a_record_names(ga_run, tmp_path):

@@ -33,7 +33,7 @@ from ..errors import LpesError
 from ..evaluation.fitness import FitnessWeights, task_score
 from ..evaluation.results import scores_from_json
 from ..io.spec import read_spec
-from ..io.records import read_evaluations
+from ..io.store import read_evaluations
 from ..model.factors import factors_record, write_json_atomic
 from .cli import one_line_errors, plain, task_specs
 

@@ -35,9 +35,8 @@ from ..optim.gradient import start_genes
 from ..position import build_scheme, check_scheme_for, is_identity, require_gradient
 from ..evaluation.results import by_position
 from ..evaluation.selection import candidate_name, select
-from ..io.records import read_evaluations
 from ..io.spec import KEY, RunSpec, differences, model_differences
-from ..io.store import RunLock, RunStore, cache_key
+from ..io.store import RunLock, RunStore, cache_key, read_evaluations
 from ..tasks import SPLITS, TASKS
 
 # Keys that may change between a run and its resume without changing any score.

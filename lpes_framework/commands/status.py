@@ -16,8 +16,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from ..position.bands import factor_table
-from ..io.records import read_evaluations
-from ..io.store import RunStore
+from ..io.store import RunStore, read_evaluations
 
 TOP = 5
 

@@ -13,7 +13,6 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from ..errors import LpesError
-from .store import JsonLog
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
@@ -122,17 +121,14 @@ def one_line(error: ValidationError) -> str:
     return f"{where}: {first['msg']}" + (f" (got {first['input']!r:.60})" if "input" in first else "")
 
 
-def read_evaluations(path: Path) -> list[dict]:
-    """The complete records of a search's ``evaluations.jsonl``, each checked against the schema."""
-    records = JsonLog(path).read()
-    for line, record in enumerate(records, 1):
-        if record.get("kind") not in ("spec", "baseline", "candidate", "step"):
-            raise LpesError(f"{path}: line {line} is not a search record (kind {record.get('kind')!r})")
-        try:
-            _LOG.validate_python(record)
-        except ValidationError as exc:
-            raise LpesError(f"{path}: line {line} ({record['kind']}) is damaged: {one_line(exc)}") from None
-    return records
+def check_log_record(record: dict, path: Path, line: int) -> None:
+    """One record of a search's ``evaluations.jsonl`` against the schema of its kind."""
+    if record.get("kind") not in ("spec", "baseline", "candidate", "step"):
+        raise LpesError(f"{path}: line {line} is not a search record (kind {record.get('kind')!r})")
+    try:
+        _LOG.validate_python(record)
+    except ValidationError as exc:
+        raise LpesError(f"{path}: line {line} ({record['kind']}) is damaged: {one_line(exc)}") from None
 
 
 def check_checkpoint(state, path: Path) -> dict:

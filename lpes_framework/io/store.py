@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import jsonio
 from .atomic import write_atomic
+from .records import check_checkpoint, check_log_record
 from ..errors import LpesError
 
 CHECKPOINT_VERSION = 3  # 3: bound to the evaluation log (its record count and digest)
@@ -122,6 +123,14 @@ class JsonLog:
             os.fsync(fh.fileno())
 
 
+def read_evaluations(path: Path) -> list[dict]:
+    """The complete records of a search's ``evaluations.jsonl``, each checked against its schema (``records``)."""
+    records = JsonLog(path).read()
+    for line, record in enumerate(records, 1):
+        check_log_record(record, path, line)
+    return records
+
+
 class RunLock:
     """An advisory lock on a run directory, held by one process for the whole run (``flock`` on
     ``.lpes.lock``, which holds the holder's pid). The kernel drops it when the holder dies, so a stale
@@ -192,8 +201,6 @@ class RunStore:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LpesError(f"{self.checkpoint} is truncated or corrupted ({type(exc).__name__}); delete it to "
                             f"replay the search from evaluations.jsonl, which keeps every evaluation") from exc
-        from .records import check_checkpoint
-
         replay = "delete it and resume=true replays the search from evaluations.jsonl, which keeps every evaluation"
         if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
             raise LpesError(f"{self.checkpoint} is not a version {CHECKPOINT_VERSION} lpes checkpoint; {replay}")
