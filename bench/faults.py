@@ -279,7 +279,8 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
     for i, (label, overrides, words) in enumerate((
             ("a KV file with a repeated key", [f"task.path={repeated}"], "a key appears twice"),
             ("generated keys that could collide", ["task.hex_len=1"], "too few distinct keys"),
-            ("MDQA answers given as a string", ["task=mdqa", f"task.path={string_answers}"], "answers must be a list"),
+            ("MDQA answers given as a string", ["task=mdqa", f"task.path={string_answers}", "task.documents=1",
+                                                "task.gold_positions=[0]"], "answers must be a list"),
             ("task.weight=nan", ["task.weight=nan"], "weight must be a finite number"),
             ("task.weight=abc", ["task.weight=abc"], "weight must be a finite number"),
             ("task.max_new_tokens=0", ["task.max_new_tokens=0"], "max_new_tokens must be"),
@@ -287,7 +288,10 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
             ("optimizer=random population=0", ["optimizer=random", "optimizer.population=0"], "population must be"),
             ("fitness.normalise=maybe", ["fitness.normalise=maybe"], "normalise must be true or false"))):
         folder = tmp / f"data{i}"
-        judge.refused(label, cli("lpes_framework", *SEARCH, *overrides, f"hydra.run.dir={folder}"), words)
+        # the GA's keys and the KV task's stay out where another optimizer or task is chosen
+        base = ["model=tiny", "progress=false"] if "task=mdqa" in overrides else \
+            TINY if "optimizer=random" in overrides else SEARCH
+        judge.refused(label, cli("lpes_framework", *base, *overrides, f"hydra.run.dir={folder}"), words)
 
     # refused before the folder holds a record, so the corrected command runs there
     for i, (label, wrong, words) in enumerate((("model.device=cuda:7", "model.device=cuda:7", "no such device"),
