@@ -51,11 +51,9 @@ class Judge:
         self.tried = 0
         self.found: dict[str, list[str]] = {kind: [] for kind in CLASSES}
 
-    def refused(self, name: str, proc, words: str, kept: Path | None = None, before: dict | None = None,
-                outside: Path | None = None) -> None:
-        """``proc`` must end in one ``error:`` line holding ``words``, before the model line, leave the files
-        of ``kept`` as they were (``before``), and leave ``outside`` (a file beyond the run folder that a
-        crafted one points at) untouched: its bytes are read now and after."""
+    def refused(self, name: str, proc, words: str, kept: Path | None = None, before: dict | None = None) -> None:
+        """``proc`` must end in one ``error:`` line holding ``words``, before the model line, and leave the files
+        of ``kept`` as they were (``before``) with no ``.hydra/`` written into it."""
         self.tried += 1
         lines = proc.stderr.strip().splitlines()
         last = lines[-1] if lines else ""

@@ -100,7 +100,7 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
             model: str | None = None) -> dict:
     from omegaconf import open_dict
 
-    from .cli import build_tasks, plain, prepare
+    from .cli import build_tasks, plain, prepare, task_specs
     from ..io.spec import model_differences, read_spec
     from ..model.choice import check_task_reads_no_files, chosen_model
     from ..model.factors import load_checked, resolve_factors, write_json_atomic
@@ -110,9 +110,10 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
 
     spec = read_spec(run_dir)
     cfg = spec.cfg()
-    if not any(t.get("name") != "perplexity" for t in [plain(cfg.task), *plain(cfg.get("extra_tasks") or {}).values()]):
+    recorded_tasks = task_specs(cfg).values()
+    if not any(t.get("name") != "perplexity" for t in recorded_tasks):
         raise LpesError(f"{run_dir}: the run scores no retrieval task, so there is no gold span to measure attention on")
-    for task in [plain(cfg.task), *plain(cfg.get("extra_tasks") or {}).values()]:
+    for task in recorded_tasks:
         check_task_reads_no_files(task, str(run_dir))
     with open_dict(cfg):  # the model is the user's choice (or the shipped group the record equals), never the record's
         cfg.model = chosen_model(model, plain(cfg.model))

@@ -216,12 +216,12 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     results = comparison.scores
     table = "\n".join(filter(None, [format_table(results), format_lengths(comparison), format_intervals(comparison)]))
     print(table)
+    summary = comparison.as_json()
     payload = {"model": info.as_dict(), "split": cfg.split, "scoring": cfg.scoring,
                "tasks": {k: t.settings() for k, t in tasks.items()},
                "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}
                            for name, (f, s) in methods.items()},
-               "intervals": comparison.as_json()["intervals"], "by_length": comparison.as_json()["by_length"],
-               "run": spec.as_json()}
+               "intervals": summary["intervals"], "by_length": summary["by_length"], "run": spec.as_json()}
     write_json_atomic(out_dir / "results.json", payload)
     plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
     (out_dir / "table.txt").write_text(table + "\n")

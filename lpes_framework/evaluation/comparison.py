@@ -46,8 +46,8 @@ class Comparison:
                     for pair, tasks in intervals.items()}
 
         return {"scores": {m: scores_to_json(s) for m, s in self.scores.items()},
-                "by_length": {m: {task: {n: s.as_dict() for n, s in by_length(rows).items()}
-                                  for task, rows in per.items() if by_length(rows)}
+                "by_length": {m: {task: {n: s.as_dict() for n, s in lengths.items()}
+                                  for task, rows in per.items() if (lengths := by_length(rows))}
                               for m, per in self.rows.items()},
                 "intervals": as_json(self.intervals), "logprob_intervals": as_json(self.logprob_intervals)}
 

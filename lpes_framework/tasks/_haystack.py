@@ -8,11 +8,22 @@ haystack as a prefix, so shared-prefix scoring runs it once.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ..errors import LpesError
 from .base import Sample, Task, check_layout, rng_for
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 NIAH_WORDS = ("amber", "basil", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
               "kelp", "lagoon", "maple", "nectar", "onyx", "pebble", "quartz", "raven", "saffron", "tundra")
+
+
+def placed(units: list[str], at: Sequence[tuple[int, str]]) -> list[str]:
+    """``units`` with each text inserted before the unit of its index (several at one index keep their
+    order)."""
+    out = list(units)
+    for shift, (index, text) in enumerate(sorted(at, key=lambda item: item[0])):
+        out.insert(index + shift, text)
+    return out
 
 
 def _depths(depths) -> list[int]:
@@ -40,17 +51,9 @@ class _Haystack(Task):
         return max(2, self.context_tokens // per_unit)
 
     @staticmethod
-    def _insert(units: int, placed: list[tuple[int, str]]) -> str:
+    def _insert(units: int, at: list[tuple[int, str]]) -> str:
         """Filler units with each text at its slot (a slot is the number of filler units before it)."""
-        slots: dict[int, list[str]] = {}
-        for slot, text in placed:
-            slots.setdefault(slot, []).append(text)
-        parts = []
-        for i in range(units + 1):
-            parts.extend(slots.get(i, ()))
-            if i < units:
-                parts.append(FILLER)
-        return "".join(parts).strip()
+        return "".join(placed([FILLER] * units, at)).strip()
 
     def _draw(self, rng, units: int) -> tuple[str, list[tuple[int, str]], str, str]:
         """(gold needle, distractors at slots, question template with {context}, answer) of one sample."""

@@ -20,10 +20,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import LpesError
+from ._haystack import FILLER
 from .base import Sample, Task, encode_sample, rng_for
 from .metrics import string_match_all
 
-NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+NOISE = FILLER.strip()  # RULER's noise haystack is the passkey filler
 HAYSTACKS = ("noise", "essay", "needle")  # RULER's 'repeat' is called noise here, as in its paper
 NEEDLE_TYPES = ("words", "numbers", "uuids")
 DEPTH_GRID = [round(100 * i / 39) for i in range(40)]  # RULER's 40 evenly spaced depths
@@ -76,10 +77,10 @@ def random_needle(rng, kind: str) -> str:
     return str(uuid.UUID(bytes=rng.bytes(16), version=4))
 
 
-def distinct(rng, count: int, draw: Callable, taken: set | None = None) -> list[str]:
-    """``count`` values of ``draw(rng)`` that differ from each other and from ``taken``: a gold key that a
-    distractor repeats would make the gold answer ambiguous."""
-    seen = set(taken or ())
+def distinct(rng, count: int, draw: Callable) -> list[str]:
+    """``count`` values of ``draw(rng)`` that differ from each other: a gold key that a distractor repeats
+    would make the gold answer ambiguous."""
+    seen = set()
     out = []
     for _ in range(1000 * count):
         if len(out) == count:
@@ -135,9 +136,10 @@ def fill(build: Callable[[int], list[Sample]], target: int, tokenizer, use_chat:
     def tokens(n: int) -> int:
         return max(len(encode_sample(s, tokenizer, use_chat).ids) for s in build(n))
 
-    if tokens(1) > target:
+    least = tokens(1)
+    if least > target:
         raise LpesError(f"{task}: context_tokens={target} is shorter than the template and answer alone "
-                        f"({tokens(1)} tokens)")
+                        f"({least} tokens)")
     low, high = 1, 2
     while tokens(high) <= target:  # double until too long, then bisect: ~2 log2(n) tokenisations
         if high > 16 * target:  # every unit holds at least one token, so this cannot be reached
@@ -197,12 +199,3 @@ def boundary(units: Sequence[str], depth: float) -> int:
     needle at its depth in the text, not at that share of the sentence count."""
     ends = np.cumsum([0] + [len(u) for u in units])
     return int(np.abs(ends - depth / 100 * ends[-1]).argmin())
-
-
-def placed(units: list[str], at: Sequence[tuple[int, str]]) -> list[str]:
-    """``units`` with each text inserted before the unit of its index (several at one index keep their
-    order)."""
-    out = list(units)
-    for shift, (index, text) in enumerate(sorted(at, key=lambda item: item[0])):
-        out.insert(index + shift, text)
-    return out

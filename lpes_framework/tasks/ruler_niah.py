@@ -17,9 +17,9 @@ import numpy as np
 
 from ..errors import LpesError
 from ..registries import TASKS
-from ._haystack import _depths
+from ._haystack import _depths, placed
 from ._ruler import (DEPTH_GRID, HAYSTACKS, NEEDLE_TYPES, NOISE, RulerTask, boundary, check_choice, distinct,
-                     essay_start, essay_words, placed, random_needle, sentences)
+                     essay_start, essay_words, random_needle, sentences)
 from .base import Sample
 
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."

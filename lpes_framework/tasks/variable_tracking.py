@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ..errors import LpesError
 from ..registries import TASKS
-from ._haystack import _depths
-from ._ruler import NOISE, RulerTask, distinct, placed, random_letters
+from ._haystack import _depths, placed
+from ._ruler import NOISE, RulerTask, distinct, random_letters
 from .base import Sample
 
 TEMPLATE = ("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n{context}\n"
