@@ -107,6 +107,19 @@ def test_corrupted_factors_file_fails_before_the_model_loads(tmp_path):
     assert MODEL_LINE not in proc.stdout
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.mkdir(), "is a folder, not a factors file"),
+    (lambda p: p.write_text("[" * 100000 + "]" * 100000), "corrupted factors file (maximum recursion depth"),
+])
+def test_a_folder_or_a_deeply_nested_file_given_as_factors_is_one_line(make, message, tmp_path):
+    from lpes_framework.model.factors import load_factors
+
+    path = tmp_path / "given.json"
+    make(path)
+    with pytest.raises(LpesError, match=re.escape(message)):
+        load_factors(path)
+
+
 def test_unknown_registry_name_suggests_and_lists():
     with pytest.raises(LpesError, match=r"unknown curve 'bezeir' \(did you mean 'bezier'\?\); valid: .*free"):
         CURVES.get("bezeir")

@@ -99,8 +99,10 @@ def load_factors(path: str | os.PathLike) -> dict:
     except FileNotFoundError:
         presets = ", ".join(preset_names()) or "none"
         raise LpesError(f"factors file not found: {p} (nor a shipped preset of that name; presets: {presets})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise LpesError(f"{p}: corrupted factors file ({exc})") from exc
+    except IsADirectoryError:
+        raise LpesError(f"{p} is a folder, not a factors file (a search writes <run>/best_factors.json)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise LpesError(f"{p}: corrupted factors file ({exc})") from None
     return validate_record(record, str(p))
 
 
