@@ -38,6 +38,10 @@ class RunSpec:
         model = data.get("model", data.get("model_as_read"))
         if not isinstance(data.get("config"), dict) or not isinstance(model, dict):
             raise LpesError(f"{source}: damaged run record (no config or model block)")
+        groups = [k for k in ("model", "pos", "curve", "task", "optimizer")
+                  if k in data["config"] and not isinstance(data["config"][k], dict)]
+        if groups:  # the commands read these as config groups
+            raise LpesError(f"{source}: damaged run record (config.{groups[0]} is not an object)")
         if not isinstance(data.get("command", "search"), str):
             raise LpesError(f"{source}: damaged run record (its command is not text)")
         return cls(command=data.get("command", "search"), config=data["config"], model=model)
