@@ -71,6 +71,18 @@ def ga_run(tmp_path_factory):
     return out, proc
 
 
+@pytest.fixture(scope="session")
+def evaluate_run(tmp_path_factory):
+    """The folder of one tiny evaluate (unpatched and a uniform scaling), run in-process, shared by the tests
+    that read a finished evaluate folder (or damage a copy)."""
+    from lpes_framework.commands.evaluate import run_evaluate
+    from lpes_framework.config import compose_config
+
+    out = tmp_path_factory.mktemp("evaluate")
+    run_evaluate(compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]"]), out)
+    return out
+
+
 def run_cli(module: str, *overrides: str, check: bool = True, timeout: int = 300, env: dict | None = None):
     """Run a command of the package in a subprocess, as a user would (``env`` adds variables)."""
     proc = subprocess.run([sys.executable, "-m", module, *overrides], capture_output=True, text=True, timeout=timeout,

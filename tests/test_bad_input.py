@@ -25,6 +25,7 @@ def last_error_line(proc) -> str:
     ("evaluate", ["methods.genomes={g:[1.0,1.5]}"], "bezier curve takes 4 genes, got 2"),
     ("evaluate", ["methods.genomes={g:[1.0,1.5,9.0,1.0]}"], "methods.genomes.g: genes [9.0] lie outside the bezier curve's bounds"),
     ("search", ["curve.low=2.0", "curve.high=1.0"], "0 < low <= high"),
+    ("search", ["curve.high=1e10"], "curve bounds must lie in"),
     ("search", ["pos.wavelength_low=-5"], "wavelength_low"),
     ("search", ["optimizer.parents=50"], "parents <= population"),
     ("search", ["task.name=kv_retreival"], "did you mean 'kv_retrieval'"),

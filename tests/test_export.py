@@ -135,11 +135,14 @@ def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
                                             metrics={"search": {"fitness": 0.3}}))
     heldout = tmp_path / "heldout"
     heldout.mkdir()
-    scores = {"kv": {"0": {"accuracy": 0.5}}}
+    scores = {"kv": {"0": {"count": 2, "accuracy": 0.5, "ci_low": 0.1, "ci_high": 0.9, "first_accuracy": 0.5,
+                           "logprob": -0.5, "logprob_se": 0.1, "first_logprob": -0.7, "perplexity": None}}}
     interval = {"kv": {"middle": {"delta": 2.0, "low": 1.0, "high": 3.0}}}
-    write_json_atomic(heldout / "results.json", {
-        "methods": {"unpatched": {"scores": scores}, f"file {tmp_path.name}": {"scores": scores}},
-        "intervals": {f"file {tmp_path.name} - unpatched": interval, "unpatched - x": {}}})
+    results = {"tasks": {"kv": {"name": "kv_retrieval"}},
+               "methods": {"unpatched": {"factors": None, "scheme": {"name": "ntk"}, "scores": scores},
+                           f"file {tmp_path.name}": {"factors": FACTORS, "scheme": {"name": "ntk"}, "scores": scores}},
+               "intervals": {f"file {tmp_path.name} - unpatched": interval, "unpatched - x": {}}}
+    write_json_atomic(heldout / "results.json", results)
     target = make_preset(str(source), heldout, "mine", tmp_path / "presets")
     preset = json.loads(target.read_text())
     assert target == tmp_path / "presets" / "mine.json" and preset["factors"] == FACTORS
@@ -150,3 +153,12 @@ def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
     stranger = write(tmp_path / "other", load_factors(source))  # a file the folder did not re-test
     with pytest.raises(LpesError, match="no row 'file other'"):
         make_preset(str(stranger), heldout, "x", tmp_path)
+    # a row of the same name that scored other factors (another run folder of that name) is not this file's evidence
+    results["methods"][f"file {tmp_path.name}"]["factors"] = [1.0, 1.2, 1.6, 2.0]
+    write_json_atomic(heldout / "results.json", results)
+    with pytest.raises(LpesError, match="scored other factors or another scheme than this file"):
+        make_preset(str(source), heldout, "x", tmp_path)
+    results["methods"][f"file {tmp_path.name}"]["scores"]["kv"]["0"]["accuracy"] = "half"
+    write_json_atomic(heldout / "results.json", results)
+    with pytest.raises(LpesError, match=r"results.json is damaged: methods\..*accuracy"):
+        make_preset(str(source), heldout, "x", tmp_path)

@@ -1,6 +1,6 @@
-"""Random corruptions of valid files of each kind a user receives (a factors file, a search's log and
-checkpoint, a finished run's results) never raise anything but the project's one-line error from the
-commands that read them, and never change the file they read."""
+"""Random corruptions of valid files of each kind a user receives (a factors file; a search's log,
+checkpoint and held-out rows; an evaluate folder's rows and results) never raise anything but the
+project's one-line error from the commands that read them, and never change the file they read."""
 
 import json
 import shutil
@@ -60,24 +60,29 @@ def _set(data, path, value):
 
 
 def readers():
-    from lpes_framework.commands.factors import best_candidate
+    from lpes_framework.commands.evaluate import logged_rows
+    from lpes_framework.commands.factors import best_candidate, best_method
     from lpes_framework.commands.status import status
     from lpes_framework.io.spec import read_spec
-    from lpes_framework.io.store import RunStore
+    from lpes_framework.io.store import RunStore, read_results, read_rows
     from lpes_framework.model.factors import load_factors
 
     return {
         "best_factors.json": [lambda d: load_factors(d / "best_factors.json"), read_spec],
         "evaluations.jsonl": [read_spec, status, best_candidate, lambda d: RunStore(d).evaluations.load()],
         "checkpoint.json": [lambda d: RunStore(d).load_checkpoint(), status],
+        "heldout.jsonl": [lambda d: read_rows(d / "heldout.jsonl")],
+        "rows.jsonl": [logged_rows, read_spec],
+        "results.json": [read_results, best_method],
     }
 
 
-@pytest.mark.parametrize("name", ["best_factors.json", "evaluations.jsonl", "checkpoint.json"])
+@pytest.mark.parametrize("name", ["best_factors.json", "evaluations.jsonl", "checkpoint.json", "heldout.jsonl",
+                                  "rows.jsonl", "results.json"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(how=CORRUPTION)
-def test_a_corrupted_file_is_a_one_line_error_and_stays_as_it_was(ga_run, tmp_path_factory, name, how):
-    out, _ = ga_run
+def test_a_corrupted_file_is_a_one_line_error_and_stays_as_it_was(ga_run, evaluate_run, tmp_path_factory, name, how):
+    out = evaluate_run if name in ("rows.jsonl", "results.json") else ga_run[0]
     folder = tmp_path_factory.mktemp("corrupt")
     shutil.copytree(out, folder, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
     path = folder / name

@@ -40,7 +40,9 @@ def test_strength_zero_is_the_base_scheme(plugin, arch):
     ids = torch.randint(3, 97, (2, 30))
     with torch.no_grad():
         plain = model(ids).logits
-        with apply_layer_scaling(model, [1.0] * 4, build_scheme({"name": "fim", "strength": 0.0})):
+        scheme = build_scheme({"name": "fim", "strength": 0.5})
+        scheme.strength = 0.0  # refused as an option (the unpatched model under fim's name); the maths still holds
+        with apply_layer_scaling(model, [1.0] * 4, scheme):
             torch.testing.assert_close(model(ids).logits, plain, rtol=1e-5, atol=1e-5)
         assert torch.equal(model(ids).logits, plain)  # removed cleanly
 
@@ -99,8 +101,9 @@ def test_refusals_and_evaluate(plugin, tmp_path):
     _, build_scheme, _, env = plugin
     from lpes_framework.model.load import ModelInfo
 
-    with pytest.raises(LpesError, match="0 <= strength <= 1"):
-        build_scheme({"name": "fim", "strength": 1.5})
+    for strength in (1.5, 0.0):  # 0: a no-op reported as fim
+        with pytest.raises(LpesError, match="0 < strength <= 1"):
+            build_scheme({"name": "fim", "strength": strength})
     with pytest.raises(LpesError, match="sliding-window"):
         build_scheme({"name": "fim"}).check_model(ModelInfo("g", "Gemma3ForCausalLM", 4, 4, 1, 16, 1e4, "default", 256))
     proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, "methods.uniform=[]",

@@ -37,7 +37,8 @@ def test_mspoe_reduces_to_plain_rope_when_all_heads_share_a_ratio(installed, arc
     ids = torch.randint(3, 97, (2, 40))
     with torch.no_grad():
         ref = model(ids).logits
-        flat = build_scheme({"name": "mspoe", "min_ratio": 1.0, "max_ratio": 1.0, "head_order": "sequential"})
+        flat = build_scheme({"name": "mspoe", "head_order": "sequential"})
+        flat.min_ratio = flat.max_ratio = 1.0  # refused as options (a no-op under mspoe's name); the maths holds
         with apply_layer_scaling(model, [1.0] * 4, flat):
             assert torch.allclose(model(ids).logits, ref, atol=1e-6)
         uniform = build_scheme({"name": "mspoe", "min_ratio": 1.5, "max_ratio": 1.5, "start_layer": 0,
@@ -62,5 +63,12 @@ def test_head_ratios_follow_the_paper(installed):
 
 def test_gemma3_is_refused(installed):
     apply_layer_scaling, build_scheme, _ = installed
+    from lpes_framework.model.load import ModelInfo
+
+    with pytest.raises(LpesError, match="leaves every head unscaled"):
+        build_scheme({"name": "mspoe", "min_ratio": 1.0, "max_ratio": 1.0})
+    with pytest.raises(LpesError, match="start_layer=4 leaves no layer"):
+        build_scheme({"name": "mspoe", "start_layer": 4}).check_model(ModelInfo("t", "LlamaForCausalLM", 4, 4, 1, 16, 1e4,
+                                                                               "default", 256))
     with pytest.raises(LpesError, match="fused or normalised q/k"):
         apply_layer_scaling(tiny_model("gemma3_text"), [1.0] * 4, build_scheme({"name": "mspoe", "head_order": "sequential"}))

@@ -111,7 +111,8 @@ def test_scale_one_is_the_base_scheme_and_layer_factors_compose(plugin):
     with torch.no_grad():
         with apply_layer_scaling(model, [1.0, 1.5, 2.0, 1.0], build_scheme({"name": "pi"})):
             pi = model(ids).logits
-        scheme = build_scheme({"name": "posscale", "scale": 1.0, "channels": [0], "base": "pi"})
+        scheme = build_scheme({"name": "posscale", "scale": 0.5, "channels": [0], "base": "pi"})
+        scheme.scale = 1.0  # refused as an option (the unpatched model under posscale's name); the maths still holds
         with apply_layer_scaling(model, [1.0, 1.5, 2.0, 1.0], scheme):
             torch.testing.assert_close(model(ids).logits, pi, rtol=1e-6, atol=1e-6)
 
@@ -122,6 +123,9 @@ def test_refusals_are_one_line_and_early(plugin):
 
     with pytest.raises(LpesError, match="layers must be fractions"):
         build_scheme({"name": "posscale", "layers": [0.8, 0.3]})
+    for scale in (1.0, -0.5):
+        with pytest.raises(LpesError, match="scale must be a finite number >= 0 other than 1"):
+            build_scheme({"name": "posscale", "scale": scale})
     with pytest.raises(LpesError, match="unknown|not a|no scheme"):
         build_scheme({"name": "posscale", "base": "nope"})
     gemma = ModelInfo("g", "Gemma3ForCausalLM", 4, 4, 1, 16, 1e4, "default", 256)

@@ -10,6 +10,8 @@ import time
 import pytest
 
 from conftest import TINY_SEARCH, TINY_TASK, read_jsonl, run_cli
+from lpes_framework.config import compose_config
+from lpes_framework.errors import LpesError
 
 OUTPUTS = ["evaluations.jsonl", "checkpoint.json", "best_factors.json", "factors.png", "progress.png",
            "by_position.png", "report.md"]
@@ -349,3 +351,39 @@ def test_nsga2_resumes_by_replaying_its_generations(tmp_path):
     straight = history(tmp_path / "straight", 3)
     history(tmp_path / "resumed", 2)
     assert history(tmp_path / "resumed", 3, resume=True) == straight
+
+
+def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_run, tmp_path, monkeypatch):
+    """Validation and test rows are kept as each method finishes (heldout.jsonl), bound to the run by their
+    key; a resume scores only the methods the kill left unscored and writes the same answer."""
+    from lpes_framework.commands.search import Search
+    from lpes_framework.execution.local import LocalExecutor
+
+    reference, _ = ga_run
+    held = read_jsonl(reference / "heldout.jsonl")
+    assert [r["split"] for r in held][-3:] == ["test"] * 3 and len({r["key"] for r in held}) == len(held)
+    for name in ("evaluations.jsonl", "checkpoint.json"):
+        (tmp_path / name).write_bytes((reference / name).read_bytes())
+    kept = (reference / "heldout.jsonl").read_text().splitlines()[:2]
+    (tmp_path / "heldout.jsonl").write_text("\n".join(kept) + '\n{"key": "half-writ')  # killed mid-write
+    jobs = []
+    run = LocalExecutor.run
+
+    def counted(self, batch, desc="eval"):
+        jobs.extend(batch)
+        return run(self, batch, desc)
+
+    monkeypatch.setattr(LocalExecutor, "run", counted)
+    Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
+    # each distinct schedule is scored once (a top candidate may be the uniform one); the kept two are not again
+    assert len(jobs) == len({r["key"] for r in held[2:]} - {r["key"] for r in held[:2]})
+    assert read_jsonl(tmp_path / "heldout.jsonl")[:2] == held[:2]
+    mine, theirs = (json.loads((d / "best_factors.json").read_text()) for d in (tmp_path, reference))
+    assert mine["factors"] == theirs["factors"] and mine["metrics"]["test"] == theirs["metrics"]["test"]
+    # rows changed under a valid key are refused, not taken for the method's scores
+    rows = read_jsonl(tmp_path / "heldout.jsonl")
+    rows[0]["rows"] = {task: per[:-1] for task, per in rows[0]["rows"].items()}
+    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "best_factors.json").unlink()
+    with pytest.raises(LpesError, match="are not the split's samples"):
+        Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()

@@ -270,16 +270,15 @@ def _run(args) -> None:
         if args.plot:
             print(f"wrote {plot_bucket_folders(args.folders, args.edges, args.plot, task=args.task, window=args.window)}")
         return
-    import json
-
     from .evaluate import logged_rows
+    from ..io.store import read_results
     from ..evaluation.fitness import FitnessWeights
     from ..tasks import TASKS
 
-    results = args.folder / "results.json"  # the evaluate run's tasks, as it scored them
-    if not results.is_file():
-        raise LpesError(f"{args.folder} holds no results.json: not a finished evaluate folder")
-    tasks = {args.task: TASKS.build({"name": args.task, **json.loads(results.read_text())["tasks"][args.task]})}
+    scored = read_results(args.folder)["tasks"]  # the evaluate run's tasks, as it scored them
+    if args.task not in scored:
+        raise LpesError(f"{args.folder} scored no task {args.task!r} (it scored {', '.join(scored)})")
+    tasks = {args.task: TASKS.build({"name": args.task, **scored[args.task]})}
     rows = {m: {args.task: per[args.task]} for m, per in logged_rows(args.folder).items() if args.task in per}
     weights = FitnessWeights(end_penalty=args.end_penalty, logprob_weight=args.logprob_weight)
     print("\n".join(noise_floor(rows, tasks, weights, sample=args.sample)))

@@ -34,7 +34,7 @@ from ..model.load import identify
 from ..report.plots import plot_by_position
 from ..position import build_scheme, check_scheme_for, validate_factors
 from ..io.spec import KEY, RunSpec
-from ..io.store import JsonLog, RunLock, cache_key
+from ..io.store import JsonLog, RunLock, cache_key, read_rows
 
 
 def file_method_names(paths) -> dict[str, str]:
@@ -128,7 +128,7 @@ def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
     ``<name> [<first 8 hex of its first record's key>]`` (a name that stays as the method grows), never one
     silently taken for the other."""
     groups: dict[str, list[tuple[str, dict]]] = {}  # name -> [(first record key, rows by task)] of distinct methods
-    for record in JsonLog(Path(out_dir) / "rows.jsonl").read():
+    for record in read_rows(Path(out_dir) / "rows.jsonl"):
         if record.get("kind") == KEY:
             continue
         per_task = {task: sorted(per, key=lambda r: (r.draw, r.position))
@@ -179,8 +179,8 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     log = JsonLog(out_dir / "rows.jsonl")
     if log.exists() and not cfg.resume:
         raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
-    prior = [(key, rows_from_json(record["rows"])) for key, record in (log.load() if cfg.resume else {}).items()
-             if key != KEY]
+    prior = [(record["key"], rows_from_json(record["rows"])) for record in (read_rows(log.path) if cfg.resume else [])
+             if record.get("kind") != KEY]
     log.repair()  # a line a kill cut short is dropped before this run's records follow
     log.append(spec.record())  # each run's own record: a resume may score more samples or methods
     jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}

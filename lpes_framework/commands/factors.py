@@ -33,7 +33,7 @@ from ..errors import LpesError
 from ..evaluation.fitness import FitnessWeights, task_score
 from ..evaluation.results import scores_from_json
 from ..io.spec import read_spec
-from ..io.store import read_evaluations
+from ..io.store import read_evaluations, read_results
 from ..model.factors import factors_record, write_json_atomic
 from .cli import one_line_errors, plain, task_specs
 
@@ -93,9 +93,7 @@ def best_method(folder: Path, baseline: Path | None = None) -> dict:
     ``baseline`` search run's baseline scores with its weights, or against the folder's unpatched row with
     the default weights (evaluate has no fitness of its own)."""
     path = folder / "results.json"
-    if not path.is_file():
-        raise LpesError(f"{folder} holds no results.json: not a finished evaluate folder")
-    results = json.loads(path.read_text())
+    results = read_results(folder)
     task = next(iter(results["tasks"]))  # the primary task comes first
     judge = read_spec(baseline).cfg() if baseline is not None else {}
     weights = FitnessWeights(**plain(judge["fitness"])) if "fitness" in judge else FitnessWeights()

@@ -14,10 +14,10 @@ becomes a preset of the package, usable by name wherever a factors file is.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..errors import LpesError
+from ..io.store import cache_key, read_results
 from ..model.factors import PRESETS, load_factors, write_json_atomic
 
 
@@ -26,6 +26,12 @@ def with_evidence(record: dict, results: dict, found: str) -> dict:
     if found not in results["methods"]:
         raise LpesError(f"the evaluate results hold no row {found!r} (rows: {', '.join(results['methods'])}): "
                         "not a re-test of this factors file")
+    tested = results["methods"][found]
+    # the row is found by the file's name; its factors and scheme say whether it re-tested this file
+    if tested.get("factors") is None or cache_key(tested["factors"], {}) != cache_key(record["factors"], {}) \
+            or tested.get("scheme") != record["scheme"]:
+        raise LpesError(f"the evaluate results' row {found!r} scored other factors or another scheme than this file: "
+                        "not a re-test of it")
     names = {name: "found" if name == found else name for name in results["methods"]}
     prefix = f"{found} - "
     tested = {
@@ -40,11 +46,7 @@ def make_preset(factors: str, heldout: Path, name: str, out: Path = PRESETS) -> 
     from .evaluate import file_method_names
 
     record = load_factors(factors)
-    results_path = Path(heldout) / "results.json"
-    try:
-        results = json.loads(results_path.read_text())
-    except FileNotFoundError:
-        raise LpesError(f"{results_path} not found: --heldout takes the evaluate folder that re-tested the file") from None
+    results = read_results(Path(heldout))
     target = Path(out) / f"{name}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(target, with_evidence(record, results, file_method_names([factors])[factors]))

@@ -19,10 +19,10 @@ from tqdm.auto import tqdm
 
 from .cli import plain, prepare, task_specs
 from ..report.artifacts import SearchSummary, write_artifacts
-from ..evaluation.comparison import compare, format_intervals, format_lengths, format_table, uniform_method_name
+from ..evaluation.comparison import Comparison, format_intervals, format_lengths, format_table, uniform_method_name
 from ..position.curves import build_curve, uniform_scaling
 from ..errors import LpesError
-from ..evaluation.results import scores_from_json, scores_to_json
+from ..evaluation.results import rows_from_json, rows_to_json, scores_from_json, scores_to_json
 from ..execution import GradientJob, Job, build_executor, encode_splits
 from ..model.factors import factors_record, write_json_atomic
 from ..position.bands import factors_json
@@ -36,7 +36,7 @@ from ..position import build_scheme, check_scheme_for, is_identity, require_grad
 from ..evaluation.results import by_position
 from ..evaluation.selection import candidate_name, select
 from ..io.spec import KEY, RunSpec, differences, model_differences
-from ..io.store import RunLock, RunStore, cache_key, read_evaluations
+from ..io.store import RunLock, RunStore, cache_key, read_evaluations, read_rows
 from ..tasks import SPLITS, TASKS
 
 # Keys that may change between a run and its resume without changing any score.
@@ -304,8 +304,8 @@ class Search:
         choice = select(top, self._validate(candidates, {uniform_name: uniform_job}), self.tasks, self.weights,
                         resamples=resamples, seed=seed)
         factors = candidates[choice.name][0]
-        test = compare(self.executor, "test", {"unpatched": (None, None), uniform_name: uniform_job,
-                                               "found": (factors, self.scheme_cfg)})
+        test = self._compare("test", {"unpatched": (None, None), uniform_name: uniform_job,
+                                      "found": (factors, self.scheme_cfg)})
         test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
         test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
         return self._write_result(choice, factors, test, uniform_name, uniform, top)
@@ -315,9 +315,36 @@ class Search:
         among the candidates (often the case when little beats it) is not re-run."""
         methods = {"unpatched": (None, None), **candidates, **others}
         same = {n for n, (f, _) in candidates.items() if self._unpatched(f, "validation")}
-        validation = compare(self.executor, "validation", {n: m for n, m in methods.items() if n not in same})
+        validation = self._compare("validation", {n: m for n, m in methods.items() if n not in same})
         validation.rows = {n: validation.rows["unpatched" if n in same else n] for n in methods}
         return validation
+
+    def _compare(self, split: str, methods: dict) -> Comparison:
+        """``methods`` scored on ``split``, each distinct schedule once: from ``heldout.jsonl`` where a run killed
+        during the held-out scoring had finished it, the rest by the executor, each written there as soon as
+        it is done."""
+        keys = {name: cache_key(factors, {**self.regime, "split": split, "scheme": scheme})
+                for name, (factors, scheme) in methods.items()}
+        held = {r["key"]: r for r in read_rows(self.store.heldout.path)} if self.store.heldout.exists() else {}
+        self.store.heldout.repair()
+        samples = sorted((task, e.sample.draw, str(e.sample.position))
+                         for task, items in self.sample_sets[split].encoded.items() for e in items)
+        scored = {}
+        for name, key in keys.items():
+            if key in held and key not in scored:
+                scored[key] = rows_from_json(held[key]["rows"])
+                if sorted((task, r.draw, str(r.position)) for task, per in scored[key].items() for r in per) != samples:
+                    raise LpesError(f"{self.store.heldout.path}: the rows of {name} ({split}) are not the split's "
+                                    "samples; the file was changed: delete it and resume=true scores them again")
+        todo: dict[str, str] = {}  # each unscored schedule under the first name it has
+        for name, key in keys.items():
+            if key not in scored:
+                todo.setdefault(key, name)
+        jobs = [(split, *methods[name]) for name in todo.values()]
+        for (key, name), (rows, _) in zip(todo.items(), self.executor.run(jobs, desc=split)):
+            self.store.heldout.append({"key": key, "method": name, "split": split, "rows": rows_to_json(rows)})
+            scored[key] = rows
+        return Comparison({name: scored[key] for name, key in keys.items()})
 
     def _write_result(self, choice, factors, test, uniform_name: str, uniform: float, top: list) -> dict:
         """best_factors.json (with the run record), pareto.json, report.md and plots; the printed summary."""

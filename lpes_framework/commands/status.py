@@ -10,11 +10,11 @@ and the best fitness per generation. No model is loaded.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
 from ..errors import LpesError
+from ..model.factors import load_factors
 from ..position.bands import factor_table
 from ..io.store import RunStore, read_evaluations
 
@@ -83,7 +83,7 @@ def status(run_dir: Path) -> str:
     lines += ["", "best new candidate per generation (candidates): " + "  ".join(
         f"{g}: {max(f):+.4f} ({len(f)})" for g, f in sorted(by_generation.items()))]
     if result.is_file():
-        validation = json.loads(result.read_text()).get("metrics", {}).get("validation", {})
+        validation = load_factors(result)["metrics"].get("validation") or {}
         chosen = validation.get("chosen", "the best")
         if chosen in validation.get("intervals", {}):  # searches before the noise floor was recorded have none
             low, high = validation["intervals"][chosen]

@@ -1,7 +1,8 @@
-"""The schema of a search's evaluation log and checkpoint: every record is checked field by field (types,
-ranges, finiteness) when a command reads it, so a damaged or crafted file is one line naming the file,
-the record and the field, never a traceback deep in a command or a silent wrong number (``status`` with a
-fitness that is text, a resume with a NaN). Non-finite numbers are stored as null (``jsonio``): where a
+"""The schemas of the files lpes writes and reads back: a search's evaluation log and checkpoint, an
+evaluate folder's rows log and results. Every record is checked field by field (types, ranges,
+finiteness) when a command reads it, so a damaged or crafted file is one line naming the file, the record
+and the field, never a traceback deep in a command or a silent wrong number (``status`` with a fitness
+that is text, a resume with a NaN, an analysis of a row whose exact match is the text "yes"). Non-finite numbers are stored as null (``jsonio``): where a
 statistic may legitimately be NaN (a log-prob of an empty span), null is accepted."""
 
 from __future__ import annotations
@@ -107,6 +108,103 @@ LogRecord = Annotated[Union[Spec, Baseline, Candidate, Step], Field(discriminato
 _LOG = TypeAdapter(LogRecord)
 
 
+class Row(_Record):
+    """One scored sample of an evaluate folder's ``rows.jsonl`` (``evaluation.results.ScoreRow``)."""
+    position: Union[Count, Annotated[str, Field(min_length=1)]]
+    logprob: Finite | None
+    exact: bool
+    first: bool
+    first_logprob: Finite | None
+    tokens: Count
+    token_logprobs: list[Finite | None]
+    draw: Count = 0
+    context: Count | None = None  # rows written before the field was called draw
+    length: Annotated[int, Field(ge=1)] | None = None
+    match: Share | None = None
+
+
+class Rows(_Record):
+    key: Annotated[str, Field(min_length=1)]
+    method: Annotated[str, Field(min_length=1)]
+    rows: dict[str, list[Row]]
+
+
+
+class Interval(_Record):
+    delta: Finite | None
+    low: Finite | None
+    high: Finite | None
+
+
+class Method(_Record):
+    scores: Scores
+    factors: list[Factor] | None = None
+    scheme: dict | None = None
+
+
+class Results(_Record):
+    """An evaluate folder's ``results.json``."""
+    tasks: Annotated[dict[str, dict], Field(min_length=1)]
+    methods: Annotated[dict[str, Method], Field(min_length=1)]
+    intervals: dict[str, dict[str, dict[str, Interval]]] = {}
+    run: dict | None = None
+
+
+class ModelBlock(_Record):
+    """The identity a factors file was searched on (``model.load.ModelInfo``); older files hold fewer fields."""
+    name: str | None = None
+    architecture: str | None = None
+    n_layers: Annotated[int, Field(ge=1)] | None = None
+    n_heads: Annotated[int, Field(ge=1)] | None = None
+    n_kv_heads: Annotated[int, Field(ge=1)] | None = None
+    head_dim: Annotated[int, Field(ge=1)] | None = None
+    rope_theta: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    rope_type: str | None = None
+    trained_context: Annotated[int, Field(ge=1)] | None = None
+    rope_parameters: dict | None = None
+    source: str | None = None
+
+
+class Validation(_Record):
+    chosen: str | None = None
+    fitness: dict[str, Finite | None] = {}
+    intervals: dict[str, Annotated[list[Finite | None], Field(min_length=2, max_length=2)]] = {}
+    genomes: dict[str, list[Finite]] = {}
+
+
+class Tested(_Record):
+    scores: Scores
+
+
+class Metrics(_Record):
+    search: dict | None = None  # what the search reported (older files: NaN, or the chosen method's name)
+    validation: Validation | None = None
+    test: dict[str, Tested] = {}
+    intervals: dict[str, dict[str, dict[str, Interval]]] = {}
+
+
+class FactorsFile(_Record):
+    """A factors file or preset beyond what ``model.factors.validate_record`` checks first (its factors and
+    scheme): the blocks other commands read (the model's identity, the genome, the evidence)."""
+    model: ModelBlock = ModelBlock()
+    curve: dict | None = None
+    genome: list[Finite] | None = None
+    metrics: Metrics = Metrics()
+    task: dict | None = None
+    run: dict | None = None
+
+
+def check_factors_file(record: dict, source: str) -> None:
+    try:
+        parsed = FactorsFile.model_validate(record)
+    except ValidationError as exc:
+        raise LpesError(f"{source} is damaged: {one_line(exc)}") from None
+    layers = parsed.model.n_layers
+    if layers is not None and layers != len(record["factors"]):
+        raise LpesError(f"{source} is damaged: its model has {layers} layers but it holds {len(record['factors'])} "
+                        "layer factors")
+
+
 class Checkpoint(_Record):
     version: int
     log_records: Annotated[int, Field(ge=1)]
@@ -129,6 +227,22 @@ def check_log_record(record: dict, path: Path, line: int) -> None:
         _LOG.validate_python(record)
     except ValidationError as exc:
         raise LpesError(f"{path}: line {line} ({record['kind']}) is damaged: {one_line(exc)}") from None
+
+
+def check_rows_record(record: dict, path: Path, line: int) -> None:
+    """One record of an evaluate folder's ``rows.jsonl``: its run record or one method's rows."""
+    try:
+        (Spec if record.get("kind") == "spec" else Rows).model_validate(record)
+    except ValidationError as exc:
+        raise LpesError(f"{path}: line {line} is damaged: {one_line(exc)}") from None
+
+
+def check_results(data, path: Path) -> dict:
+    try:
+        Results.model_validate(data)
+    except ValidationError as exc:
+        raise LpesError(f"{path} is damaged: {one_line(exc)}") from None
+    return data
 
 
 def check_checkpoint(state, path: Path) -> dict:

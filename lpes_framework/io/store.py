@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import jsonio
 from .atomic import write_atomic
-from .records import check_checkpoint, check_log_record
+from .records import check_checkpoint, check_log_record, check_results, check_rows_record
 from ..errors import LpesError
 
 CHECKPOINT_VERSION = 3  # 3: bound to the evaluation log (its record count and digest)
@@ -124,11 +124,55 @@ class JsonLog:
 
 
 def read_evaluations(path: Path) -> list[dict]:
-    """The complete records of a search's ``evaluations.jsonl``, each checked against its schema (``records``)."""
+    """The complete records of a search's ``evaluations.jsonl``, each checked against its schema (``records``),
+    and the log as one run's: its run record only as the first line, each key once, every schedule of the
+    recorded model's layer count. A log joined from two runs would otherwise be counted and resumed as one."""
     records = JsonLog(path).read()
+    layers, keys = None, set()
     for line, record in enumerate(records, 1):
         check_log_record(record, path, line)
+        if record["kind"] == "spec" and line > 1:
+            raise LpesError(f"{path}: line {line} is a second run record; the log holds records of another run")
+        if record["key"] in keys:
+            raise LpesError(f"{path}: line {line} repeats key {record['key'][:12]}; the log holds records of another run")
+        keys.add(record["key"])
+        if record["kind"] == "spec":
+            model = record["spec"].get("model", record["spec"].get("model_as_read"))
+            layers = model.get("n_layers") if isinstance(model, dict) else None
+        elif record.get("factors") is not None:
+            layers = layers if layers is not None else len(record["factors"])
+            if len(record["factors"]) != layers:
+                raise LpesError(f"{path}: line {line} holds {len(record['factors'])} layer factors where the run has "
+                                f"{layers}; the log holds records of another run")
     return records
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The complete records of an evaluate folder's ``rows.jsonl``, each checked against its schema."""
+    records = JsonLog(path).read()
+    for line, record in enumerate(records, 1):
+        check_rows_record(record, path, line)
+    return records
+
+
+def read_json(path: Path) -> object:
+    """A JSON file of a run folder (not through a link), as one line where it is not JSON."""
+    try:
+        return json.loads(read_in_run(path).decode("utf-8"))
+    except FileNotFoundError:
+        raise LpesError(f"{path} not found") from None
+    except IsADirectoryError:
+        raise LpesError(f"{path} is a folder, not a file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise LpesError(f"{path}: corrupted ({type(exc).__name__})") from None
+
+
+def read_results(folder: Path) -> dict:
+    """An evaluate folder's ``results.json``, checked against its schema."""
+    path = Path(folder) / "results.json"
+    if not path.is_file():
+        raise LpesError(f"{folder} holds no results.json: not a finished evaluate folder")
+    return check_results(read_json(path), path)
 
 
 class RunLock:
@@ -175,11 +219,14 @@ class RunStore:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.evaluations = JsonLog(self.dir / "evaluations.jsonl")
+        # each validation and test method's rows as it finishes: a kill during the held-out scoring (hours on
+        # a 7B) re-scores only the method it interrupted
+        self.heldout = JsonLog(self.dir / "heldout.jsonl")
         self.checkpoint = self.dir / "checkpoint.json"
         self.legacy = self.dir / LEGACY_CHECKPOINT
 
     def has_run(self) -> bool:
-        return self.checkpoint.exists() or self.evaluations.exists() or self.legacy.exists()
+        return self.checkpoint.exists() or self.evaluations.exists() or self.heldout.exists() or self.legacy.exists()
 
     def save_checkpoint(self, state: dict) -> None:
         """The state, bound to the evaluation log as it stands (its record count and digest: the run record

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..io import jsonio
 from ..io.atomic import write_atomic
+from ..io.records import check_factors_file
 from ..errors import LpesError
 from ..position import LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, validate_factors
 from ..position.bands import check_width, factors_json
@@ -74,6 +75,7 @@ def validate_record(record: Any, source: str) -> dict:
         raise LpesError(f"{source}: the scheme's 'bands' must be a list of wavelengths, got {bands!r}")
     if isinstance(values[0], tuple):  # validate_factors: every layer has the same width
         check_width(len(values[0]), bands, source)
+    check_factors_file(record, source)
     return record
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ...errors import LpesError
-from ..schemes import straight_through
+from ..schemes import FACTOR_RANGE, straight_through
 from ...registries import CURVES
 
 _MONOTONE = (None, "increasing", "decreasing")
@@ -55,6 +55,10 @@ class Curve:
             raise LpesError(f"curve bands must be a positive whole number, got {bands!r}")
         if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 or high < low:
             raise LpesError(f"curve bounds must satisfy 0 < low <= high, got low={low}, high={high}")
+        if not (FACTOR_RANGE[0] <= low and high <= FACTOR_RANGE[1]):
+            # checked here, before the model loads, not by the first candidate's forward after the baseline
+            raise LpesError(f"curve bounds must lie in [{FACTOR_RANGE[0]:g}, {FACTOR_RANGE[1]:g}] (the factors a scheme "
+                            f"accepts), got low={low}, high={high}")
         if monotone not in _MONOTONE:
             raise LpesError(f"curve monotone must be null, 'increasing' or 'decreasing', got {monotone!r}")
         per_band = self.gene_count(n_layers)

@@ -32,8 +32,8 @@ class FoundInTheMiddle:
 
     def __init__(self, *, strength: float = 1.0, layers=(0.5, 1.0), keep_first: int = 4, base: str = "rope"):
         band(layers, 1, "fim")  # checked now
-        if not 0 <= strength <= 1 or keep_first < 0:
-            raise LpesError(f"fim: need 0 <= strength <= 1 and keep_first >= 0, got {strength}, {keep_first}")
+        if not 0 < strength <= 1 or keep_first < 0:  # strength 0 is the unpatched model under fim's name
+            raise LpesError(f"fim: need 0 < strength <= 1 and keep_first >= 0, got {strength}, {keep_first}")
         self.strength, self.band, self.keep_first = float(strength), layers, int(keep_first)
         self.base = build_scheme({"name": base})  # an unknown base fails before any weights load
 

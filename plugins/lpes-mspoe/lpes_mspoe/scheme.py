@@ -19,6 +19,8 @@ class MsPoE:
                  head_order: str = "position_awareness", calibration_tokens: int = 256):
         if not 0 < min_ratio <= max_ratio:
             raise LpesError(f"mspoe: need 0 < min_ratio <= max_ratio, got {min_ratio}, {max_ratio}")
+        if min_ratio == max_ratio == 1:  # every head at ratio 1 is the unpatched model under mspoe's name
+            raise LpesError("mspoe: min_ratio = max_ratio = 1 leaves every head unscaled; give a ratio other than 1")
         if head_order not in ORDERS:
             raise LpesError(f"mspoe: head_order must be one of {ORDERS}, got '{head_order}'")
         if start_layer < 0 or calibration_tokens < RECENT + 1:
@@ -26,6 +28,11 @@ class MsPoE:
         self.min_ratio, self.max_ratio = min_ratio, max_ratio
         self.start_layer, self.head_order = start_layer, head_order
         self.calibration_tokens = calibration_tokens
+
+    def check_model(self, info) -> None:
+        if self.start_layer >= info.n_layers:
+            raise LpesError(f"mspoe: start_layer={self.start_layer} leaves no layer to scale in {info.name} "
+                            f"({info.n_layers} layers)")
 
     def install(self, model, factors) -> "HeadwiseScaling":
         return HeadwiseScaling(model, factors, self)
