@@ -1,18 +1,24 @@
 """Faults a user meets with a run directory, tried on the tiny model as a user would (the commands in
 subprocesses), each judged on what came back:
 
-- silent: the command exited 0 where it should have refused, or refused with something other than one
+- security:  a file received from someone else ran code, or read or wrote outside its folder;
+- silent:    the command exited 0 where it should have refused, or refused with something other than one
   ``error:`` line naming the problem;
-- late:   the refusal came after the weights loaded (the model line was printed first);
-- lost:   a file that was already there (the log, the result) changed or went.
+- late:      the refusal came after the weights loaded (the model line was printed first);
+- lost:      a file that was already there (the log, the result) changed or went;
+- traceback: a raw Python traceback instead of the one line.
 
 Scenarios: two processes in one folder, a kill in generation 0 then a resume with another model, a resume
 with other fitness weights, a crafted ``checkpoint.pkl`` (resume and status), factors from another model
 or with no model block (evaluate, attention), a factor of 1e300, late-failing values (bootstrap counts,
 fractional counts, non-numbers, NaN weights), a gradient start beyond the curve's bounds, resume on an
 empty folder, a KV file with too few records, damaged log lines, an unknown plugin, a model without RoPE,
-and (``--cache``, ~1 min more) a truncated model cache, which must be rebuilt with a line saying so.
-Last line: ``faults_tried=<n> silent=<n> late=<n> lost=<n>``; target silent=0 late=0 lost=0.
+files received from others (links out of the folder, records naming models, files or remote code, logs and
+checkpoints of other runs, held-out rows changed under their key, ambiguous data), competitor options that
+make the method a no-op, every file kind damaged field by field and given to every command that reads it
+(``file_probes.py``), and (``--cache``, ~1 min more) a truncated model cache, which must be rebuilt with a
+line saying so. Last line: ``faults_tried=<n> security=<n> silent=<n> late=<n> lost=<n> traceback=<n>``;
+target: every count but the first 0.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
+from file_probes import probe_files
 
 TINY = ["model=tiny", "task.pairs=6", "task.gold_positions=[0,2,5]", "task.samples_per_position=2", "progress=false"]
 SEARCH = [*TINY, "optimizer.population=5", "optimizer.parents=3", "optimizer.mutations=2", "optimizer.crossovers=2",
@@ -142,9 +149,11 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
     # factors that do not belong to this model
     foreign = factors_file(tmp / "foreign.json", block | {"head_dim": 128, "rope_theta": 1e6}, [1.0, 1.2, 1.4, 1.6])
     blockless = factors_file(tmp / "blockless.json", {}, [1.0, 1.2, 1.4, 1.6])
+    named_only = factors_file(tmp / "named-only.json", {"name": block["name"]}, [1.0, 1.2, 1.4, 1.6])
     huge = factors_file(tmp / "huge.json", block, [1.0, 1e300, 1.0, 1.0])
     for label, path, words in (("foreign factors, evaluate", foreign, "head_dim=128"),
                                ("factors without a model block, evaluate", blockless, "holds no 'model' block"),
+                               ("a model block with only a name, evaluate", named_only, "with an identity field"),
                                ("a factor of 1e300, evaluate", huge, "factors must be finite and in")):
         judge.refused(label, cli("lpes_framework.commands.evaluate", *TINY, f"methods.factors_files=[{path}]",
                                  f"hydra.run.dir={tmp / 'eval'}"), words)
@@ -170,6 +179,10 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
         "lpes_framework", *TINY, "optimizer=gradient", "optimizer.start=5.0", f"hydra.run.dir={tmp / 'start'}"),
         "outside the curve bounds")
 
+    evaluated = tmp / "evaluated"  # unpatched, a uniform scaling and the reference's file, re-tested
+    assert cli("lpes_framework.commands.evaluate", *TINY, f"methods.factors_files=[{reference}/best_factors.json]",
+               f"hydra.run.dir={evaluated}").returncode == 0, "the reference evaluate failed"
+    probe_files(tmp, judge, reference, evaluated)
     received(tmp, judge, reference, block)
     if cache:
         damaged_cache(tmp, judge)
@@ -284,12 +297,37 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
             ("task.max_new_tokens=0", ["task.max_new_tokens=0"], "max_new_tokens must be"),
             ("task.chat_template=maybe", ["task.chat_template=maybe"], "chat_template must be"),
             ("optimizer=random population=0", ["optimizer=random", "optimizer.population=0"], "population must be"),
-            ("fitness.normalise=maybe", ["fitness.normalise=maybe"], "normalise must be true or false"))):
+            ("fitness.normalise=maybe", ["fitness.normalise=maybe"], "normalise must be true or false"),
+            ("curve.high=1e10", ["curve.high=1e10"], "curve bounds must lie in"))):
         folder = tmp / f"data{i}"
         # the GA's keys and the KV task's stay out where another optimizer or task is chosen
         base = ["model=tiny", "progress=false"] if "task=mdqa" in overrides else \
             TINY if "optimizer=random" in overrides else SEARCH
         judge.refused(label, cli("lpes_framework", *base, *overrides, f"hydra.run.dir={folder}"), words)
+
+    # held-out rows changed under their key: refused, not taken for the method's scores
+    folder = crafted_copy(reference, tmp / "heldout")
+    (folder / "best_factors.json").unlink()
+    held = [json.loads(line) for line in (folder / "heldout.jsonl").read_text().splitlines()]
+    held[0]["rows"] = {task: rows[:-1] for task, rows in held[0]["rows"].items()}
+    (folder / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held))
+    judge.refused("held-out rows changed under their key, resume", cli(
+        "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true"), "are not the split's samples")
+
+    # competitor options that make the method the unpatched model under its name
+    site = tmp / "site"
+    for plugin in ("lpes-fim", "lpes-posscale", "lpes-mspoe"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                        str(site), f"plugins/{plugin}"], check=True, capture_output=True)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    for i, (label, options, words) in enumerate((
+            ("fim strength=0", "{name:fim,strength:0.0}", "0 < strength <= 1"),
+            ("posscale scale=1", "{name:posscale,scale:1.0}", "other than 1"),
+            ("mspoe ratios of 1", "{name:mspoe,min_ratio:1.0,max_ratio:1.0}", "leaves every head unscaled"),
+            ("mspoe start_layer past the model", "{name:mspoe,start_layer:9}", "leaves no layer to scale"))):
+        judge.refused(f"{label}, evaluate", cli("lpes_framework.commands.evaluate", *TINY, "methods.uniform=[]",
+                                                f"+methods.schemes.m={options}", f"hydra.run.dir={tmp / f'noop{i}'}",
+                                                env=env), words)
 
     # refused before the folder holds a record, so the corrected command runs there
     for i, (label, wrong, words) in enumerate((("model.device=cuda:7", "model.device=cuda:7", "no such device"),

@@ -1,6 +1,8 @@
 """Factors searched on another model (or recording none) are refused on every path that applies them,
 in one line and before the weights load, unless allow_foreign says otherwise."""
 
+import json
+
 import pytest
 
 from conftest import TINY_SEARCH, TINY_TASK, model_block, run_cli, tiny_model
@@ -44,8 +46,8 @@ def test_a_file_without_a_model_block_is_refused_by_evaluate(tmp_path):
     path = blockless(tmp_path)
     proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
-        f"error: {path}: holds no 'model' block, so nothing says which model its factors were searched on "
-        "(allow_foreign=true applies it anyway)")
+        f"error: {path}: holds no 'model' block with an identity field (architecture, n_layers, n_heads, ...), so "
+        "nothing says which model its factors were searched on (allow_foreign=true applies it anyway)")
 
 
 def test_attention_refuses_them_before_the_model_loads(tmp_path, monkeypatch):
@@ -66,6 +68,10 @@ def test_the_api_refuses_a_file_without_a_model_block_unless_allowed(tmp_path):
     with pytest.raises(LpesError, match="holds no 'model' block"):
         apply_factors_file(model, path)
     apply_factors_file(model, path, allow_foreign=True).remove()
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps(record | {"model": {"name": "tiny", "source": "somewhere"}}))  # no identity field
+    with pytest.raises(LpesError, match="holds no 'model' block with an identity field"):
+        apply_factors_file(model, path)
 
 
 def test_lm_eval_checks_the_pretrained_config_before_its_weights(tmp_path):

@@ -101,6 +101,25 @@ def test_a_log_without_its_run_record_or_with_a_nan_fitness_is_refused(ga_run, t
     resume(folder, r"outcome.fitness: Input should be a valid number")
 
 
+def test_a_log_joined_from_two_runs_is_refused_by_status_and_resume(ga_run, tmp_path):
+    from lpes_framework.commands.status import status
+
+    folder = copy_run(ga_run, tmp_path)
+    log = folder / "evaluations.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    other = [json.loads(line) for line in lines]
+    for record in other[1:]:
+        record["key"] = "x" + record["key"][1:]  # another run's records: other keys
+    two_layers = dict(other[2], factors=other[2]["factors"][:2])
+    for joined, words in ((lines + [json.dumps(r) + "\n" for r in other], "a second run record"),
+                          (lines + lines[2:3], "repeats key"),
+                          (lines + [json.dumps(two_layers) + "\n"], "holds 2 layer factors where the run has 4")):
+        log.write_text("".join(joined))
+        with pytest.raises(LpesError, match=words):
+            status(folder)
+        resume(folder, words)
+
+
 def test_attention_never_loads_the_model_a_record_names(ga_run, tmp_path):
     """A crafted record naming its own files to join (and a place to write them) and remote code is only
     compared with the shipped models; none matches, so the user must name one."""

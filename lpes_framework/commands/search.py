@@ -145,7 +145,11 @@ class Search:
         self.store.evaluations.repair()  # the log is this run's: a line a kill cut short goes before new ones
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
-        self.optimizer.load_state_dict(state["optimizer"])
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (KeyError, TypeError, ValueError) as exc:  # the optimizer's own part of the state (its RNG, arrays)
+            raise LpesError(f"{self.store.checkpoint} does not hold a state this optimizer reads ({type(exc).__name__}: "
+                            f"{str(exc)[:80]}); delete it and resume=true replays the search from evaluations.jsonl") from None
         self.log = state["log"]
 
     def score(self, candidates: list[tuple]) -> list[dict]:

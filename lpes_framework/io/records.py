@@ -205,12 +205,24 @@ def check_factors_file(record: dict, source: str) -> None:
                         "layer factors")
 
 
+class OptimizerState(_Record):
+    generation: Count  # every optimizer's state has its generation (status reads it)
+    # the gradient optimizer's position and Adam moments: a NaN here would resume to a NaN answer
+    restart: Count | None = None
+    step: Count | None = None
+    cursor: Count | None = None
+    origin: list[Finite] | None = None
+    x: list[Finite] | None = None
+    m: list[Finite] | None = None
+    v: list[Annotated[float, Field(ge=0.0, allow_inf_nan=False)]] | None = None
+
+
 class Checkpoint(_Record):
     version: int
     log_records: Annotated[int, Field(ge=1)]
     log_digest: Annotated[str, Field(pattern="^[0-9a-f]{40}$")]
     log: list[dict]
-    optimizer: dict
+    optimizer: OptimizerState
 
 
 def one_line(error: ValidationError) -> str:

@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 
 from . import jsonio
@@ -54,7 +55,11 @@ def open_in_run(path: Path, flags: int, mode: int = 0o644) -> int:
 
 
 def read_in_run(path: Path) -> bytes:
-    with os.fdopen(open_in_run(path, os.O_RDONLY), "rb") as fh:
+    fd = open_in_run(path, os.O_RDONLY)
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LpesError(f"{path} is a folder, not a file")
+    with os.fdopen(fd, "rb") as fh:
         return fh.read()
 
 
@@ -84,7 +89,7 @@ class JsonLog:
         for i, line in enumerate(complete.splitlines()):
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise LpesError(f"{self.path}: line {i + 1} is corrupted") from None
             if not isinstance(record, dict) or not isinstance(record.get("key"), str):
                 raise LpesError(f"{self.path}: line {i + 1} is not an lpes record (no 'key' text)")
@@ -161,8 +166,6 @@ def read_json(path: Path) -> object:
         return json.loads(read_in_run(path).decode("utf-8"))
     except FileNotFoundError:
         raise LpesError(f"{path} not found") from None
-    except IsADirectoryError:
-        raise LpesError(f"{path} is a folder, not a file") from None
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise LpesError(f"{path}: corrupted ({type(exc).__name__})") from None
 
@@ -170,7 +173,7 @@ def read_json(path: Path) -> object:
 def read_results(folder: Path) -> dict:
     """An evaluate folder's ``results.json``, checked against its schema."""
     path = Path(folder) / "results.json"
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         raise LpesError(f"{folder} holds no results.json: not a finished evaluate folder")
     return check_results(read_json(path), path)
 
@@ -245,7 +248,7 @@ class RunStore:
             return None
         try:
             state = json.loads(read_in_run(self.checkpoint).decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise LpesError(f"{self.checkpoint} is truncated or corrupted ({type(exc).__name__}); delete it to "
                             f"replay the search from evaluations.jsonl, which keeps every evaluation") from exc
         replay = "delete it and resume=true replays the search from evaluations.jsonl, which keeps every evaluation"

@@ -121,9 +121,10 @@ def check_identity(record: dict, have, source: str, allow_foreign: bool = False)
     if allow_foreign:
         return
     want = record.get("model")
-    if not isinstance(want, dict) or not want:
-        raise LpesError(f"{source}: holds no 'model' block, so nothing says which model its factors were searched "
-                        f"on ({FOREIGN_HINT})")
+    if not isinstance(want, dict) or not any(want.get(key) is not None for key in IDENTITY):
+        # a block with only a name (or nothing) says nothing the loaded model could be compared with
+        raise LpesError(f"{source}: holds no 'model' block with an identity field ({', '.join(IDENTITY[:3])}, ...), so "
+                        f"nothing says which model its factors were searched on ({FOREIGN_HINT})")
     have = have.as_dict()
     for key in IDENTITY:
         if want.get(key) is not None and key in have and want[key] != have[key]:
