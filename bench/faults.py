@@ -37,6 +37,7 @@ from file_probes import probe_files
 TINY = ["model=tiny", "task.pairs=6", "task.gold_positions=[0,2,5]", "task.samples_per_position=2", "progress=false"]
 SEARCH = [*TINY, "optimizer.population=5", "optimizer.parents=3", "optimizer.mutations=2", "optimizer.crossovers=2",
           "optimizer.generations=2"]
+ROOT = Path(__file__).resolve().parents[1]
 MODEL_LINE = ": LlamaForCausalLM,"  # printed once the model has loaded
 
 
@@ -245,8 +246,8 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
     record["run"]["config"]["model"] = {"name": "evil", "name_or_path": str(code), "trust_remote_code": True}
     preset = tmp / "evil-preset.json"
     preset.write_text(json.dumps(record))
-    proc = subprocess.run([sys.executable, "bench/heldout_gain.py", "--preset", str(preset), "--model", "tiny",
-                           "--samples", "1", "--uniform"], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "heldout_gain.py"), "--preset", str(preset),
+                           "--model", "tiny", "--samples", "1", "--uniform"], capture_output=True, text=True, timeout=900)
     judge.check("a preset naming remote code, heldout_gain", proc.returncode == 0 and not marker.exists(),
                 "re-tested on the model named on the command line; the record's code never imported"
                 if not marker.exists() else "the record's code ran", "security" if marker.exists() else "silent")
@@ -318,7 +319,7 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
     site = tmp / "site"
     for plugin in ("lpes-fim", "lpes-posscale", "lpes-mspoe"):
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
-                        str(site), f"plugins/{plugin}"], check=True, capture_output=True)
+                        str(site), str(ROOT / "plugins" / plugin)], check=True, capture_output=True)
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     for i, (label, options, words) in enumerate((
             ("fim strength=0", "{name:fim,strength:0.0}", "0 < strength <= 1"),

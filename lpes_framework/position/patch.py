@@ -49,17 +49,22 @@ def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list
         raise LpesError(f"{_arch(model)} has no rotary position embedding (RoPE) module; lpes patches RoPE models only")
     if "position_embeddings" not in inspect.signature(layers[0].forward).parameters:
         raise LpesError(f"{_arch(model)}: decoder layers take no position_embeddings argument; architecture not supported")
-    config = text_config(model.config)
+    return decoder, layers, layer_specs(rotary, text_config(model.config), len(layers), _arch(model))
+
+
+def layer_specs(rotary: torch.nn.Module, config, n_layers: int, arch: str) -> list[RopeSpec]:
+    """One RopeSpec per decoder layer, read off a transformers rotary module built for ``config`` (the
+    model's own, or one built from the config alone where another engine runs the model)."""
     layer_types = getattr(config, "layer_types", None) if hasattr(rotary, "layer_types") else None
     specs: dict[str, RopeSpec] = {}
     out = []
-    for idx in range(len(layers)):
+    for idx in range(n_layers):
         key = layer_types[idx] if layer_types else "default"
         if key not in specs:
             params = _rope_params(config, key if layer_types else None)
             rope_type = params.get("rope_type", "default")
             if rope_type in _RUNTIME_ROPE_TYPES:
-                raise LpesError(f"{_arch(model)}: rope_type '{rope_type}' changes frequencies at run time; "
+                raise LpesError(f"{arch}: rope_type '{rope_type}' changes frequencies at run time; "
                                 "lpes composes with static rope types (default, linear, llama3, yarn)")
             prefix = f"{key}_" if layer_types else ""
             inv_freq = getattr(rotary, f"{prefix}original_inv_freq", None)
@@ -74,7 +79,7 @@ def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list
                 key=key,
             )
         out.append(specs[key])
-    return decoder, layers, out
+    return out
 
 
 def validate_factors(factors: Sequence, n_layers: int) -> list:

@@ -1,0 +1,37 @@
+"""lpes factors in vLLM: each decoder layer gets its own rotary table, computed by lpes_framework's schemes.
+
+``save_patched`` writes the factors into the model's config.json (its ``lpes`` block). vLLM calls
+``register`` in every process it starts (the ``vllm.general_plugins`` entry point); it wraps the model
+loader so that, once the model is built and before any weight loads, a model whose config holds an ``lpes``
+block has each attention layer's shared rotary embedding replaced by a copy whose cos/sin cache comes from
+that layer's factor. Keys are rotated before they enter the paged KV cache, so prefix caching and continuous
+batching work unchanged, and the forward does exactly the work it did (one table lookup per layer).
+
+A model without an ``lpes`` block is served untouched. Anything the plugin cannot serve (a scheme that
+brings its own attention patch, a length-dependent scheme asked to serve beyond the trained window, a
+model whose layers it cannot match) stops the engine at start with one ``LpesError`` line.
+"""
+
+from __future__ import annotations
+
+_REGISTERED = False
+
+
+def register() -> None:
+    """Wrap vLLM's model creation (idempotent: vLLM may call plugins more than once in a process)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+    from .tables import install_from_config
+
+    create = BaseModelLoader.create_model
+
+    def create_model(self, vllm_config, model_config, prefix: str = ""):
+        model = create(self, vllm_config, model_config, prefix)
+        install_from_config(model, model_config)
+        return model
+
+    BaseModelLoader.create_model = create_model
+    _REGISTERED = True

@@ -1,0 +1,112 @@
+"""What the plugin's tests and ``bench/serving.py`` compare: model folders made with ``save_patched``, the
+project's key-value haystacks as token ids, greedy generations with the log-prob of each generated token
+from vLLM and from transformers + lpes, and how far two engines' outputs agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# CPU: vLLM reserves this share of RAM for its KV cache (its default 0.92 is refused there); eager mode
+# keeps the comparison free of graph capture
+ENGINE = {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.1, "seed": 0}
+
+
+def folders(model: str, factors: str, out: Path) -> dict[str, Path]:
+    """The patched, all-ones and stock folders of ``model`` (made once, then reused)."""
+    names = {"patched": out / "patched", "ones": out / "ones", "stock": out / "stock"}
+    if all((p / "config.json").is_file() for p in names.values()):
+        return names
+    import torch
+
+    from lpes_framework import apply_layer_scaling, build_scheme, save_patched
+    from lpes_framework.config import compose_config
+    from lpes_framework.model.factors import load_checked
+    from lpes_framework.model.load import identify, load_model, load_tokenizer, save_dequantised
+
+    cfg = compose_config("config", [f"model={model}"]).model
+    record = load_checked(factors, identify(cfg))
+    tokenizer = load_tokenizer(cfg)
+    loaded = load_model(cfg, tokenizer)
+    hf = loaded[0] if isinstance(loaded, tuple) else loaded
+    scheme = build_scheme(record["scheme"])
+    with torch.no_grad():
+        with apply_layer_scaling(hf, record["factors"], scheme) as handle:
+            save_patched(hf, handle, names["patched"], tokenizer)
+        ones = [[1.0] * len(f) if isinstance(f, list) else 1.0 for f in record["factors"]]
+        with apply_layer_scaling(hf, ones, scheme) as handle:
+            save_patched(hf, handle, names["ones"], tokenizer)
+    save_dequantised(hf, names["stock"])
+    tokenizer.save_pretrained(names["stock"])
+    return names
+
+
+def prompts(folder: Path, pairs: int, depths: list[int], haystacks: int) -> list[list[int]]:
+    """Token ids of key-value haystacks up to where the answer starts (the model's own tokenizer)."""
+    from transformers import AutoTokenizer
+
+    from lpes_framework.tasks import TASKS
+
+    task = TASKS.build({"name": "kv_retrieval", "pairs": pairs, "gold_positions": depths,
+                        "samples_per_position": haystacks})
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    return [e.ids[: e.answer_start] for e in task.encode("test", tokenizer)]
+
+
+def transformers_outputs(folder: Path, ids: list[list[int]], new_tokens: int) -> list[dict]:
+    import torch
+
+    from lpes_framework import load_patched
+
+    model, handle = load_patched(folder, dtype=torch.float32)
+    outputs = []
+    with torch.no_grad():
+        for prompt in ids:
+            out = model.generate(torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False,
+                                 output_scores=True, return_dict_in_generate=True, pad_token_id=0)
+            tokens = out.sequences[0, len(prompt):].tolist()
+            outputs.append({"tokens": tokens, "logprobs": [torch.log_softmax(s[0].float(), -1)[t].item()
+                                                           for s, t in zip(out.scores, tokens)]})
+    if handle is not None:
+        handle.remove()
+    return outputs
+
+
+def vllm_outputs(llm, ids: list[list[int]], new_tokens: int) -> list[dict]:
+    from vllm import SamplingParams, TokensPrompt
+
+    params = SamplingParams(temperature=0, max_tokens=new_tokens, logprobs=0)
+    results = llm.generate([TokensPrompt(prompt_token_ids=p) for p in ids], params, use_tqdm=False)
+    return [{"tokens": list(r.outputs[0].token_ids),
+             "logprobs": [step[t].logprob for step, t in zip(r.outputs[0].logprobs, r.outputs[0].token_ids)]}
+            for r in results]
+
+
+def agreement(a: list[dict], b: list[dict]) -> tuple[float, float]:
+    """(share of positions with the same token after the same tokens, largest log-prob difference there)."""
+    same = total = 0
+    worst = 0.0
+    for x, y in zip(a, b):
+        total += max(len(x["tokens"]), len(y["tokens"]))
+        for tx, ty, lx, ly in zip(x["tokens"], y["tokens"], x["logprobs"], y["logprobs"]):
+            if tx != ty:
+                break
+            same += 1
+            worst = max(worst, abs(lx - ly))
+    return same / total, worst
+
+
+def ramp_file(model: str, out: Path) -> Path:
+    """A factors file of the model's identity: NTK factors rising linearly from 1 to 1.5 over the layers."""
+    from lpes_framework.config import compose_config
+    from lpes_framework.model.factors import factors_record, write_json_atomic
+    from lpes_framework.model.load import identify
+
+    info = identify(compose_config("config", [f"model={model}"]).model)
+    path = out / "ramp.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = info.n_layers
+    write_json_atomic(path, factors_record(model=info.as_dict(), scheme={"name": "ntk"},
+                                           factors=[1.0 + 0.5 * layer / max(n - 1, 1) for layer in range(n)]))
+    return path
+
+
