@@ -129,6 +129,7 @@ class Search:
             # command refused before then (an executor option, a device, weights that fail to load) leaves
             # no record, so the corrected command starts afresh in the same folder
             self.cache: dict[str, dict] = {KEY: self.spec.record()}
+            self.held: dict[str, dict] = {}
             return
         # every record checked against the schema (a NaN or missing fitness, a field of the wrong type)
         self.cache = {r["key"]: r for r in read_evaluations(self.store.evaluations.path)}
@@ -142,6 +143,7 @@ class Search:
             raise LpesError(f"{self.out} holds a search with other settings ({', '.join(differ[:6])}"
                             f"{', ...' if len(differ) > 6 else ''} differ); resume with the original overrides")
         state = self.store.load_checkpoint()  # bound to this log (io.store), or refused
+        self.held = self._held_rows()
         self.store.evaluations.repair()  # the log is this run's: a line a kill cut short goes before new ones
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
@@ -323,23 +325,34 @@ class Search:
         validation.rows = {n: validation.rows["unpatched" if n in same else n] for n in methods}
         return validation
 
+    def _held_rows(self) -> dict[str, dict]:
+        """The validation and test rows a killed run had finished (``heldout.jsonl``), by key, each checked
+        now (before any weights load) to cover exactly its split's samples."""
+        if not self.store.heldout.exists():
+            return {}
+        held = {}
+        for record in read_rows(self.store.heldout.path):
+            split = record.get("split")
+            if split not in ("validation", "test"):
+                raise LpesError(f"{self.store.heldout.path}: a record of split {split!r}; only validation and test "
+                                "rows are kept there")
+            samples = sorted((task, e.sample.draw, str(e.sample.position))
+                             for task, items in self.sample_sets[split].encoded.items() for e in items)
+            rows = sorted((task, r.get("draw", 0), str(r["position"])) for task, per in record["rows"].items() for r in per)
+            if rows != samples:
+                raise LpesError(f"{self.store.heldout.path}: the rows of {record['method']} ({split}) are not the "
+                                "split's samples; the file was changed: delete it and resume=true scores them again")
+            held[record["key"]] = record
+        return held
+
     def _compare(self, split: str, methods: dict) -> Comparison:
         """``methods`` scored on ``split``, each distinct schedule once: from ``heldout.jsonl`` where a run killed
         during the held-out scoring had finished it, the rest by the executor, each written there as soon as
         it is done."""
         keys = {name: cache_key(factors, {**self.regime, "split": split, "scheme": scheme})
                 for name, (factors, scheme) in methods.items()}
-        held = {r["key"]: r for r in read_rows(self.store.heldout.path)} if self.store.heldout.exists() else {}
         self.store.heldout.repair()
-        samples = sorted((task, e.sample.draw, str(e.sample.position))
-                         for task, items in self.sample_sets[split].encoded.items() for e in items)
-        scored = {}
-        for name, key in keys.items():
-            if key in held and key not in scored:
-                scored[key] = rows_from_json(held[key]["rows"])
-                if sorted((task, r.draw, str(r.position)) for task, per in scored[key].items() for r in per) != samples:
-                    raise LpesError(f"{self.store.heldout.path}: the rows of {name} ({split}) are not the split's "
-                                    "samples; the file was changed: delete it and resume=true scores them again")
+        scored = {key: rows_from_json(self.held[key]["rows"]) for key in keys.values() if key in self.held}
         todo: dict[str, str] = {}  # each unscored schedule under the first name it has
         for name, key in keys.items():
             if key not in scored:
