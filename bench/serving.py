@@ -5,8 +5,9 @@ dependencies, the plugin):
 
     .venv-vllm/bin/python bench/serving.py [--model smollm2] [--factors <file or preset>] [--haystacks 8]
 
-Three model folders are written once (``save_patched``): the model with the factors (its config's ``lpes``
-block), the same scheme at all-ones, and the stock model. Prompts are key-value haystacks of the project's
+Three model folders are written once: the model with the factors (a self-contained export: the ``lpes``
+block the plugin reads, and the modeling file transformers runs), the same scheme at all-ones
+(``save_patched``), and the stock model. Prompts are key-value haystacks of the project's
 task (``--pairs`` pairs, the gold at every ``--depths`` position, test split), given to both engines as
 token ids. Greedy generations and the log-prob of each generated token come from vLLM + plugin and from
 transformers + ``load_patched``; the same two figures for the stock model say how far the engines' kernels
@@ -17,8 +18,9 @@ Speed: prefill and decode tokens per second of the patched and the stock engine,
 
 Last line: ``token_agreement=<patched> stock_agreement=<stock> max_logprob_diff=<patched>
 stock_logprob_diff=<stock> identity=<1 if all-ones equals stock vLLM exactly> throughput_ratio=<patched /
-stock decode tokens/s> prefill_ratio=<the same for prefill> remote_code=<1 if a self-contained export
-generates the same tokens without lpes_framework, 0 where none was made>``.
+stock decode tokens/s> prefill_ratio=<the same for prefill> remote_code=<1 if the patched folder, a
+self-contained export, generates the same greedy tokens with trust_remote_code where lpes_framework cannot
+be imported>``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
-from lpes_vllm.parity import ENGINE, agreement, folders, prompts, ramp_file, transformers_outputs, vllm_outputs
+from lpes_vllm.parity import (ENGINE, agreement, folders, prompts, ramp_file, remote_code_tokens, transformers_outputs,
+                              vllm_outputs)
 
 
 def throughput(engines: dict, ids: list[list[int]], rounds: int, new_tokens: int) -> dict[str, dict[str, float]]:
@@ -93,7 +96,9 @@ def main() -> None:
     summary = {"token_agreement": token_agreement, "stock_agreement": stock_agreement,
                "max_logprob_diff": logprob_diff, "stock_logprob_diff": stock_diff, "identity": identity,
                "throughput_ratio": speeds["patched"]["decode"] / speeds["stock"]["decode"],
-               "prefill_ratio": speeds["patched"]["prefill"] / speeds["stock"]["prefill"], "remote_code": 0}
+               "prefill_ratio": speeds["patched"]["prefill"] / speeds["stock"]["prefill"],
+               "remote_code": int(remote_code_tokens(paths["patched"], ids, args.new_tokens)
+                                  == [r["tokens"] for r in reference["patched"]])}
     (out / "serving.json").write_text(json.dumps(summary, indent=2))
     print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()))
 

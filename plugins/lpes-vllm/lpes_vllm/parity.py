@@ -12,9 +12,10 @@ ENGINE = {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0
 
 
 def folders(model: str, factors: str, out: Path) -> dict[str, Path]:
-    """The patched, all-ones and stock folders of ``model`` (made once, then reused)."""
+    """The patched (a self-contained export: vLLM reads its ``lpes`` block, transformers its modeling file),
+    all-ones and stock folders of ``model`` (made once, then reused)."""
     names = {"patched": out / "patched", "ones": out / "ones", "stock": out / "stock"}
-    if all((p / "config.json").is_file() for p in names.values()):
+    if all((p / "config.json").is_file() for p in names.values()) and (names["patched"] / "lpes_modeling.py").is_file():
         return names
     import torch
 
@@ -22,16 +23,16 @@ def folders(model: str, factors: str, out: Path) -> dict[str, Path]:
     from lpes_framework.config import compose_config
     from lpes_framework.model.factors import load_checked
     from lpes_framework.model.load import identify, load_model, load_tokenizer, save_dequantised
+    from lpes_framework.report.export import save_self_contained
 
     cfg = compose_config("config", [f"model={model}"]).model
     record = load_checked(factors, identify(cfg))
     tokenizer = load_tokenizer(cfg)
-    loaded = load_model(cfg, tokenizer)
-    hf = loaded[0] if isinstance(loaded, tuple) else loaded
+    hf, _, _ = load_model(cfg, tokenizer)
     scheme = build_scheme(record["scheme"])
     with torch.no_grad():
         with apply_layer_scaling(hf, record["factors"], scheme) as handle:
-            save_patched(hf, handle, names["patched"], tokenizer)
+            save_self_contained(hf, handle, names["patched"], tokenizer, evidence=record.get("metrics"))
         ones = [[1.0] * len(f) if isinstance(f, list) else 1.0 for f in record["factors"]]
         with apply_layer_scaling(hf, ones, scheme) as handle:
             save_patched(hf, handle, names["ones"], tokenizer)
@@ -41,13 +42,14 @@ def folders(model: str, factors: str, out: Path) -> dict[str, Path]:
 
 
 def prompts(folder: Path, pairs: int, depths: list[int], haystacks: int) -> list[list[int]]:
-    """Token ids of key-value haystacks up to where the answer starts (the model's own tokenizer)."""
+    """Token ids of key-value haystacks (8-hex keys, as the shipped preset was searched on) up to where the
+    answer starts, by the model's own tokenizer."""
     from transformers import AutoTokenizer
 
     from lpes_framework.tasks import TASKS
 
-    task = TASKS.build({"name": "kv_retrieval", "pairs": pairs, "gold_positions": depths,
-                        "samples_per_position": haystacks})
+    task = TASKS.build({"name": "kv_retrieval", "pairs": pairs, "key_kind": "hex", "hex_len": 8, "layout": "queries",
+                        "gold_positions": depths, "samples_per_position": haystacks})
     tokenizer = AutoTokenizer.from_pretrained(folder)
     return [e.ids[: e.answer_start] for e in task.encode("test", tokenizer)]
 
@@ -69,6 +71,30 @@ def transformers_outputs(folder: Path, ids: list[list[int]], new_tokens: int) ->
     if handle is not None:
         handle.remove()
     return outputs
+
+
+_REMOTE = """
+import json, sys, torch
+sys.modules["lpes_framework"] = None  # nothing of the project can be imported: the folder must carry what it needs
+from transformers import AutoModelForCausalLM
+folder, ids, new_tokens = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True, dtype=torch.float32).eval()
+with torch.no_grad():
+    print(json.dumps([model.generate(torch.tensor([p]), max_new_tokens=new_tokens, do_sample=False,
+                                     pad_token_id=0)[0, len(p):].tolist() for p in ids]))
+"""
+
+
+def remote_code_tokens(folder: Path, ids: list[list[int]], new_tokens: int) -> list[list[int]]:
+    """Greedy tokens of an exported folder loaded with ``trust_remote_code`` in an interpreter where
+    lpes_framework cannot be imported."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _REMOTE, str(folder), json.dumps(ids), str(new_tokens)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def vllm_outputs(llm, ids: list[list[int]], new_tokens: int) -> list[dict]:

@@ -15,7 +15,7 @@ def setup(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("serving")
     paths = folders("smollm2", str(ramp_file("smollm2", out)), out)
-    ids = prompts(paths["stock"], pairs=14, depths=[0, 7, 13], haystacks=1)  # ~1K tokens each
+    ids = prompts(paths["stock"], pairs=40, depths=[0, 20, 39], haystacks=1)  # ~0.9K tokens each
     engines = {name: LLM(model=str(paths[name]), max_model_len=2048, **ENGINE) for name in ("stock", "ones", "patched")}
     return paths, ids, engines
 
@@ -46,3 +46,21 @@ def test_prefix_caching_and_batching_change_nothing(setup):
     assert again == batched and alone == batched
     uncached = LLM(model=str(paths["patched"]), max_model_len=2048, enable_prefix_caching=False, **ENGINE)
     assert vllm_outputs(uncached, ids, NEW_TOKENS) == batched
+
+
+def test_lm_eval_with_vllm_evaluates_an_exported_folder(setup, tmp_path):
+    """lm-eval's own vLLM backend on the patched folder (a self-contained export): the plugin serves it there too."""
+    pytest.importorskip("lm_eval")
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from lpes_framework.commands.lm_eval import write_choice_task
+
+    paths, _, _ = setup
+    rows = [{"question": "The capital of France is", "choices": [" Paris", " Rome"], "answer": 0},
+            {"question": "Two plus two is", "choices": [" four", " seven"], "answer": 0}]
+    task = write_choice_task(tmp_path / "task", "lpes_smoke", rows)
+    args = {"pretrained": str(paths["patched"]), "max_model_len": 512, **ENGINE}
+    out = simple_evaluate(model="vllm", model_args=args, tasks=["lpes_smoke"],
+                          task_manager=TaskManager(include_path=str(task)))
+    assert 0.0 <= out["results"]["lpes_smoke"]["acc,none"] <= 1.0
