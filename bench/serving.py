@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
-from lpes_vllm.parity import (ENGINE, agreement, folders, prompts, ramp_file, remote_code_tokens, transformers_outputs,
+from lpes_vllm.parity import (ENGINE, agreement, close, folders, prompts, ramp_file, remote_code_tokens, transformers_outputs,
                               vllm_outputs)
 
 
@@ -69,6 +69,8 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=16, help="greedy tokens compared per prompt")
     parser.add_argument("--speed-tokens", type=int, default=64, help="tokens per prompt in the decode timing")
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--memory", type=float, default=0.1, help="share of RAM each engine reserves for weights, "
+                        "activations and KV cache (0.25 for Qwen2.5-0.5B in float32)")
     parser.add_argument("--out", type=Path, default=Path("outputs/serving"))
     args = parser.parse_args()
 
@@ -82,13 +84,15 @@ def main() -> None:
     longest = max(map(len, ids)) + max(args.new_tokens, args.speed_tokens)
     print(f"{len(ids)} prompts of {min(map(len, ids))}-{max(map(len, ids))} tokens, {args.new_tokens} new tokens")
     reference = {name: transformers_outputs(paths[name], ids, args.new_tokens) for name in ("patched", "stock")}
-    engines = {name: LLM(model=str(paths[name]), max_model_len=longest, **ENGINE) for name in ("patched", "stock")}
+    engine = ENGINE | {"gpu_memory_utilization": args.memory}
+    engines = {name: LLM(model=str(paths[name]), max_model_len=longest, **engine) for name in ("patched", "stock")}
     served = {name: vllm_outputs(llm, ids, args.new_tokens) for name, llm in engines.items()}
     token_agreement, logprob_diff = agreement(served["patched"], reference["patched"])
     stock_agreement, stock_diff = agreement(served["stock"], reference["stock"])
     _, changed = agreement(served["patched"], served["stock"])
     speeds = throughput(engines, ids, args.rounds, args.speed_tokens)
-    ones = vllm_outputs(LLM(model=str(paths["ones"]), max_model_len=longest, **ENGINE), ids, args.new_tokens)
+    close(engines["patched"])
+    ones = vllm_outputs(LLM(model=str(paths["ones"]), max_model_len=longest, **engine), ids, args.new_tokens)
     identity = int(ones == served["stock"])
     for name, s in speeds.items():
         print(f"{name:>8}: prefill {s['prefill']:8.1f} tok/s   decode {s['decode']:7.1f} tok/s (median of {args.rounds})")

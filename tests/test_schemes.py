@@ -179,3 +179,15 @@ def test_a_plugin_scheme_without_a_gradient_is_refused_in_one_line():
     with pytest.raises(LpesError, match="pos=frozen computes its tables without a gradient"):
         require_gradient(frozen)
     require_gradient(build_scheme({"name": "ntk"}))
+
+
+def test_a_fixed_table_holds_up_to_the_length_where_the_scheme_first_changes():
+    from lpes_framework.position import fixed_table
+
+    spec = RopeSpec(torch.tensor([1.0, 0.1, 0.01]), 1.0, 256, rope_theta=10000.0)
+    ntk, pi = build_scheme({"name": "ntk"}), build_scheme({"name": "pi"})
+    inv_freq, _, holds = fixed_table(ntk, spec, 0.7, 1024)
+    assert holds == 146  # below 1 NTK's dynamic term 0.7 L / 256 + 0.3 passes the factor from 147 tokens on
+    assert torch.equal(inv_freq, ntk(spec, 0.7, 100)[0]) and not torch.equal(inv_freq, ntk(spec, 0.7, 147)[0])
+    assert fixed_table(ntk, spec, 1.5, 1024)[2] == 341  # above 1, from where 1.5 L / 256 - 0.5 passes 1.5
+    assert fixed_table(pi, spec, 1.5, 1024)[2] == 1024  # PI never changes with the length

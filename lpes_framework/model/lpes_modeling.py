@@ -36,8 +36,8 @@ class LpesForCausalLM(Base):
         if position_ids is None or own is None:
             raise ValueError(f"decoder layer {index} was called without position_ids/position_embeddings")
         if self.lpes_length_dependent and int(position_ids.max()) >= self.lpes_window:
-            raise ValueError(f"this model's layer scaling changes with the length beyond {self.lpes_window} "
-                             "positions; the exported tables hold inside that window only (use lpes_framework)")
+            raise ValueError(f"this model's layer scaling changes with the length from {self.lpes_window + 1} "
+                             "tokens on; the exported tables hold up to there only (use lpes_framework)")
         # the elementwise operations of transformers' rotary modules, so the values equal lpes_framework's
         inv_freq = torch.tensor(inv_freq, dtype=torch.float32, device=position_ids.device)
         freqs = position_ids[..., None].float() * inv_freq

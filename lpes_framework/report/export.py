@@ -13,26 +13,26 @@ import torch
 
 from ..errors import LpesError
 from ..model.factors import save_patched
-from ..position import rope_layout
+from ..position import fixed_table, rope_layout
 from .plots import plot_factors
 
 MODELING = Path(__file__).parents[1] / "model" / "lpes_modeling.py"  # a template: copied, never imported here
 
 
 def layer_tables(model, handle) -> dict:
-    """Each layer's (inv_freq, cos/sin scaling) inside the trained window, None where it is the model's own;
-    and whether the scheme changes them with the length beyond the window (then the tables hold inside it)."""
+    """Each layer's (inv_freq, cos/sin scaling) as one fixed table (``position.fixed_table``), None where it is
+    the model's own; ``window``: the longest input all tables hold for (checked up to twice the trained window),
+    and whether the scheme changes them with the length at all (then the modeling file stops at ``window``)."""
     _, _, specs = rope_layout(model)
-    inv, scales, dependent = [], [], False
+    inv, scales, window = [], [], None
+    limit = 2 * max(s.max_position for s in specs)
     for spec, factor in zip(specs, handle.factors):
-        inv_freq, scaling = handle.scheme(spec, factor, spec.max_position)
-        beyond, beyond_scaling = handle.scheme(spec, factor, 2 * spec.max_position)
-        dependent |= not torch.equal(beyond, inv_freq) or beyond_scaling != scaling
+        inv_freq, scaling, holds = fixed_table(handle.scheme, spec, factor, limit)
+        window = holds if window is None else min(window, holds)
         own = torch.equal(inv_freq, spec.inv_freq) and scaling == spec.attention_scaling
         inv.append(None if own else inv_freq.float().tolist())
         scales.append(float(scaling))
-    return {"inv_freq": inv, "scaling": scales, "window": min(s.max_position for s in specs),
-            "length_dependent": dependent}
+    return {"inv_freq": inv, "scaling": scales, "window": window, "length_dependent": window < limit}
 
 
 def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, evidence: dict | None = None) -> Path:

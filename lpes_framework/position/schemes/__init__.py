@@ -161,6 +161,29 @@ def require_gradient(scheme) -> None:
                         "optimizer=gradient needs a differentiable scheme (rope, pi, ntk, yarn): use optimizer=ga")
 
 
+def fixed_table(scheme, spec: RopeSpec, factor, limit: int) -> tuple[torch.Tensor, float, int]:
+    """(inv_freq, scaling) of a layer as one fixed table, and the longest length up to ``limit`` it holds for.
+
+    The table is the scheme's at length 1: the factor as it acts on short inputs. A scheme whose result
+    changes with the length (dynamic NTK beyond the window, and inside it for factors below 1, where its
+    dynamic term rises above the factor) keeps that table only up to the length where it first changes
+    (found by bisection: the change is monotone in the length); an engine that serves one fixed table (vLLM,
+    an exported folder) must stop there."""
+    inv_freq, scaling = scheme(spec, factor, 1)
+
+    def same(length: int) -> bool:
+        other, other_scaling = scheme(spec, factor, length)
+        return torch.equal(other, inv_freq) and other_scaling == scaling
+
+    if same(limit):
+        return inv_freq, scaling, limit
+    low, high = 1, limit  # same(low), not same(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if same(mid) else (low, mid)
+    return inv_freq, scaling, low
+
+
 def check_scheme_for(scheme, info) -> None:
     """A plugin scheme's refusal of a model it cannot patch, from the model's identity (``ModelInfo``,
     read before any weights load): schemes declare it with a ``check_model(info)`` method."""

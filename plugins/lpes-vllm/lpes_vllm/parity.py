@@ -107,6 +107,11 @@ def vllm_outputs(llm, ids: list[list[int]], new_tokens: int) -> list[dict]:
             for r in results]
 
 
+def close(llm) -> None:
+    """Stop an engine's processes now (and free the RAM its KV cache holds), not when it is collected."""
+    llm.llm_engine.engine_core.shutdown()
+
+
 def agreement(a: list[dict], b: list[dict]) -> tuple[float, float]:
     """(share of positions with the same token after the same tokens, largest log-prob difference there)."""
     same = total = 0

@@ -19,7 +19,7 @@ import torch
 from lpes_framework.errors import LpesError
 from lpes_framework.model.factors import check_identity, validate_record
 from lpes_framework.model.load import model_info
-from lpes_framework.position import build_scheme, is_identity, layer_specs, validate_factors
+from lpes_framework.position import build_scheme, fixed_table, is_identity, layer_specs, validate_factors
 
 SOURCE = "config.json (lpes block)"
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
@@ -79,13 +79,10 @@ def install(model: torch.nn.Module, block, config, max_model_len: int) -> int:
     for index, (spec, factor) in enumerate(zip(specs, factors)):
         if is_identity(scheme, [factor]):
             continue  # vLLM's own shared table, bit for bit
-        inv_freq, scaling = scheme(spec, factor, spec.max_position)
-        if max_model_len > spec.max_position:
-            beyond, beyond_scaling = scheme(spec, factor, max_model_len)
-            if not torch.equal(beyond, inv_freq) or beyond_scaling != scaling:
-                raise LpesError(f"lpes-vllm: pos={name} changes its frequencies with the length beyond the trained "
-                                f"window ({spec.max_position}) and a vLLM table is fixed: serve with max_model_len <= "
-                                f"{spec.max_position}")
+        inv_freq, scaling, holds = fixed_table(scheme, spec, factor, max_model_len)
+        if holds < max_model_len:
+            raise LpesError(f"lpes-vllm: pos={name} changes layer {index}'s frequencies with the length from "
+                            f"{holds + 1} tokens on and a vLLM table is fixed: serve with max_model_len <= {holds}")
         for parent, attr in modules[index]:
             stock = getattr(parent, attr)
             cache = getattr(stock, "cos_sin_cache", None)

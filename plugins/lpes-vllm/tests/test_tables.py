@@ -55,6 +55,7 @@ def test_the_tables_of_factor_one_are_vllms_own():
 
 @pytest.mark.parametrize("scheme,factors", [
     ({"name": "ntk"}, [1.0, 1.5, 2.0, 1.0]),
+    ({"name": "ntk"}, [0.8, 1.0, 0.9, 1.2]),  # below 1 the table holds up to a length (192 for 0.8; served: 64)
     ({"name": "pi"}, [1.0, 1.25, 1.5, 3.0]),
     ({"name": "yarn"}, [1.0, 2.0, 2.0, 4.0]),
     ({"name": "ntk", "bands": [32.0]}, [[1.0, 1.0], [1.0, 2.0], [1.5, 1.0], [2.0, 3.0]]),
@@ -63,7 +64,7 @@ def test_each_layer_gets_the_table_the_transformers_patch_computes(scheme, facto
     cfg = config()
     model = vllm_model(cfg)
     stock = model.model.layers[0].self_attn.rotary_emb
-    own = install(model, block(cfg, factors, scheme), cfg, WINDOW)
+    own = install(model, block(cfg, factors, scheme), cfg, 64)
     ropes = [layer.self_attn.rotary_emb for layer in model.model.layers]
     identity = [f in (1.0, [1.0, 1.0]) for f in factors]
     assert own == identity.count(False)
@@ -71,7 +72,7 @@ def test_each_layer_gets_the_table_the_transformers_patch_computes(scheme, facto
     built = build_scheme(scheme)
     positions = torch.arange(WINDOW)[None]
     for rope, spec, factor in zip(ropes, layer_specs(hf_rotary(cfg), cfg, LAYERS, "LlamaForCausalLM"), factors):
-        inv_freq, scaling = built(spec, factor, spec.max_position)
+        inv_freq, scaling = built(spec, factor, 64)  # what the transformers patch uses on a 64-token input
         cos, sin = rotary_tables(positions, inv_freq, scaling, torch.float32)  # transformers' layout: halves twice
         half = inv_freq.numel()
         torch.testing.assert_close(rope.cos_sin_cache[:, :half], cos[0, :, :half], rtol=0, atol=0)
@@ -84,10 +85,13 @@ def test_what_cannot_be_served_is_refused_in_one_line():
         install(vllm_model(cfg), block(cfg, [1.5] * LAYERS, head_dim=32), cfg, WINDOW)
     with pytest.raises(LpesError, match="rotary embeddings in layers \\[0, 1\\], not in each of its 4"):
         install(vllm_model(cfg, layers=range(2)), block(cfg, [1.5] * LAYERS), cfg, WINDOW)
-    # dynamic NTK grows its base with the length past the window, which a fixed vLLM table cannot follow
-    with pytest.raises(LpesError, match="serve with max_model_len <= 256"):
+    # dynamic NTK grows its base once its rule passes the factor (past the window), which a fixed table cannot follow
+    with pytest.raises(LpesError, match="serve with max_model_len <= 341"):  # 1.5 L / 256 - 0.5 > 1.5 from 342
         install(vllm_model(cfg), block(cfg, [1.5] * LAYERS), cfg, 2 * WINDOW)
     install(vllm_model(cfg), block(cfg, [1.5] * LAYERS, {"name": "pi"}), cfg, 2 * WINDOW)  # PI is fixed: served
+    # below 1, NTK's dynamic term rises above the factor inside the window: 0.7 * L / 256 + 0.3 > 0.7 from 147 on
+    with pytest.raises(LpesError, match="layer 0's frequencies with the length from 147 tokens on"):
+        install(vllm_model(cfg), block(cfg, [0.7] * LAYERS), cfg, WINDOW)
     with pytest.raises(LpesError, match="'factors' must be"):
         install(vllm_model(cfg), block(cfg, [1.5] * LAYERS) | {"factors": "x"}, cfg, WINDOW)
 
