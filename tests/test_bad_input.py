@@ -156,10 +156,12 @@ def test_unreadable_mdqa_file_fails_before_the_model_loads(tmp_path):
 def test_factors_file_with_the_wrong_layer_count_is_named(tmp_path):
     path = tmp_path / "run7" / "best_factors.json"
     path.parent.mkdir()
-    write_json_atomic(path, factors_record(model=model_block(), scheme={"name": "rope"}, factors=[1.0, 1.2]))
-    proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
-    line = last_error_line(proc)
-    assert proc.returncode == 2 and str(path) in line and "2 factors for a model with 4" in line
+    for block, words in ((model_block(), "its model has 4 layers but it holds 2 layer factors"),  # the file contradicts itself
+                         ({k: v for k, v in model_block().items() if k != "n_layers"}, "2 factors for a model with 4")):
+        write_json_atomic(path, factors_record(model=block, scheme={"name": "rope"}, factors=[1.0, 1.2]))
+        proc = run_cli("lpes_framework.commands.evaluate", *TINY_TASK, f"methods.factors_files=[{path}]", check=False)
+        line = last_error_line(proc)
+        assert proc.returncode == 2 and str(path) in line and words in line
 
 
 def test_plugin_whose_import_fails_is_named_on_the_command_line(tmp_path):
