@@ -123,9 +123,8 @@ def test_refusals_are_one_line_and_early(plugin):
 
     with pytest.raises(LpesError, match="layers must be fractions"):
         build_scheme({"name": "posscale", "layers": [0.8, 0.3]})
-    for scale in (1.0, -0.5):
-        with pytest.raises(LpesError, match="scale must be a finite number >= 0 other than 1"):
-            build_scheme({"name": "posscale", "scale": scale})
+    with pytest.raises(LpesError, match="scale must be a number other than 1"):
+        build_scheme({"name": "posscale", "scale": 1.0})
     with pytest.raises(LpesError, match="unknown|not a|no scheme"):
         build_scheme({"name": "posscale", "base": "nope"})
     gemma = ModelInfo("g", "Gemma3ForCausalLM", 4, 4, 1, 16, 1e4, "default", 256)

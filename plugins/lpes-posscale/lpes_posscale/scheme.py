@@ -36,8 +36,8 @@ class PosScale:
         band(layers, 1, "posscale")  # checked now
         if top_k < 1 or skip_tokens < 0 or calibration_tokens - skip_tokens < 64:
             raise LpesError("posscale: need top_k >= 1 and calibration_tokens - skip_tokens >= 64")
-        if scale < 0 or scale == 1:  # scale 1 is the unpatched model under posscale's name (finite: type-checked)
-            raise LpesError(f"posscale: scale must be a finite number >= 0 other than 1, got {scale}")
+        if scale == 1:  # the unpatched model under posscale's name (a negative scale flips the channel: allowed)
+            raise LpesError(f"posscale: scale must be a number other than 1, got {scale}")
         if channels is not None and (not channels or any(int(c) < 0 for c in channels)):
             raise LpesError(f"posscale: channels must be null or non-negative indices, got {channels}")
         self.scale, self.band = float(scale), layers
