@@ -144,7 +144,9 @@ class Search:
                             f"{', ...' if len(differ) > 6 else ''} differ); resume with the original overrides")
         state = self.store.load_checkpoint()  # bound to this log (io.store), or refused
         self.held = self._held_rows()
-        self.store.evaluations.repair()  # the log is this run's: a line a kill cut short goes before new ones
+        # the logs are this run's: a line a kill cut short goes before new ones
+        self.store.evaluations.repair()
+        self.store.heldout.repair()
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
         try:
@@ -330,16 +332,17 @@ class Search:
         now (before any weights load) to cover exactly its split's samples."""
         if not self.store.heldout.exists():
             return {}
+        samples = {split: sorted((task, e.sample.draw, str(e.sample.position))
+                                 for task, items in self.sample_sets[split].encoded.items() for e in items)
+                   for split in ("validation", "test")}
         held = {}
         for record in read_rows(self.store.heldout.path):
             split = record.get("split")
-            if split not in ("validation", "test"):
+            if split not in samples:
                 raise LpesError(f"{self.store.heldout.path}: a record of split {split!r}; only validation and test "
                                 "rows are kept there")
-            samples = sorted((task, e.sample.draw, str(e.sample.position))
-                             for task, items in self.sample_sets[split].encoded.items() for e in items)
             rows = sorted((task, r.get("draw", 0), str(r["position"])) for task, per in record["rows"].items() for r in per)
-            if rows != samples:
+            if rows != samples[split]:
                 raise LpesError(f"{self.store.heldout.path}: the rows of {record['method']} ({split}) are not the "
                                 "split's samples; the file was changed: delete it and resume=true scores them again")
             held[record["key"]] = record
@@ -351,7 +354,6 @@ class Search:
         it is done."""
         keys = {name: cache_key(factors, {**self.regime, "split": split, "scheme": scheme})
                 for name, (factors, scheme) in methods.items()}
-        self.store.heldout.repair()
         scored = {key: rows_from_json(self.held[key]["rows"]) for key in keys.values() if key in self.held}
         todo: dict[str, str] = {}  # each unscored schedule under the first name it has
         for name, key in keys.items():
