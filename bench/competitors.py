@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 
 import common
-from heldout_gain import DEFAULT_MODEL, DEFAULT_PRESET, retest
+from lpes_framework.commands.cli import one_line_errors
+from lpes_framework.commands.retest import DEFAULT_MODEL, DEFAULT_PRESET, retest
 
 RUN = Path("docs/runs/qwen-competitors")
 
@@ -28,9 +29,9 @@ def timed_methods(files: dict[str, str], model_group: str, tokens: int, steps: i
 
     import torch
 
-    from lpes_framework.model.factors import load_factors
+    from lpes_framework.model.factors_file import load_factors
     from lpes_framework.position import apply_layer_scaling, build_scheme
-    from lpes_framework.position.attention import content_free_ids
+    from lpes_framework.position.attention_patch import content_free_ids
 
     _, model, _, _ = common.embedded([f"model={model_group}"])
     ids = content_free_ids(model.config.get_text_config().vocab_size, tokens).to(model.device)
@@ -76,8 +77,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    payload, names, task = retest(args.preset, args.model, args.samples, "test", args.threads, [1.5],
-                                  [args.posscale, args.fim], args.out)
+    payload, names, task = one_line_errors(retest)(args.preset, args.model, args.samples, "test", args.threads,
+                                                   [1.5], [args.posscale, args.fim], args.out)
     lpes, ps, fim = names[args.preset], names[args.posscale], names[args.fim]
     versus = {other: payload["intervals"][f"{lpes} - {other}"][task]["middle"] for other in (ps, fim)}
     times = timed_methods({lpes: args.preset, ps: args.posscale, fim: args.fim}, args.model,

@@ -34,7 +34,7 @@ def mean_control(factors: str, out: Path) -> tuple[str, float]:
 
     import numpy as np
 
-    from lpes_framework.model.factors import is_preset, load_factors, write_json_atomic
+    from lpes_framework.model.factors_file import is_preset, load_factors, write_json_atomic
     from lpes_framework.position.bands import factor_table
 
     record = load_factors(factors)
@@ -51,7 +51,8 @@ def evaluate(files: list[str], length: int, windows: int, passkeys: int, threads
              out: Path | None) -> tuple[dict, dict, dict]:
     """(evaluate payload, each factors file's method name, each method's perplexity rows): every method on
     ``windows`` perplexity windows and ``passkeys`` passkey haystacks of ``length`` tokens."""
-    from lpes_framework.commands.evaluate import file_method_names, run_evaluate
+    from lpes_framework.compare.methods import file_method_names
+    from lpes_framework.compare.run import run_evaluate
     from lpes_framework.config import compose_config
     from lpes_framework.errors import LpesError
 
@@ -88,7 +89,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.length <= 8192:
         raise SystemExit(f"error: --length must exceed the trained window of 8192 tokens, got {args.length}")
-    from lpes_framework.commands.analysis import bucket_logprobs, bucket_perplexity, bucket_ratio, window_picks
+    from lpes_framework.evaluation.buckets import bucket_logprobs, bucket_perplexity, bucket_ratio
+    from lpes_framework.evaluation.stats import resample_draws
 
     out = args.out or RUN / str(args.length)
     control, mean = mean_control(args.factors, out) if args.control else (None, None)
@@ -98,7 +100,7 @@ def main() -> None:
     sums = {m: bucket_logprobs(per, [0, 8192, args.length]) for m, per in rows.items()}
     ppl = {m: bucket_perplexity(s) for m, s in sums.items()}
     best = min(UNIFORM, key=lambda m: ppl[m][1])
-    picks = window_picks(args.windows)
+    picks = resample_draws(args.windows, 2000, 0)
     beyond, low, high = (v[1] for v in bucket_ratio(sums[name], sums[best], picks))
     inside = bucket_ratio(sums[name], sums["unpatched"], picks)[0][0]
     passkey = {m: 100 * sum(s["accuracy"] for s in payload["methods"][m]["scores"]["passkey"].values())

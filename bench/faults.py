@@ -85,7 +85,7 @@ class Judge:
 
 
 def factors_file(path: Path, model: dict, factors: list[float]) -> Path:
-    from lpes_framework.model.factors import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record, write_json_atomic
 
     write_json_atomic(path, factors_record(model=model, scheme={"name": "pi"}, factors=factors))
     return path
@@ -345,14 +345,16 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
 def damaged_cache(tmp: Path, judge: Judge) -> None:
     """A converted model cut short (as by a full disk) is rebuilt, with a line, and the command succeeds."""
     from lpes_framework.config import compose_config
-    from lpes_framework.model.load import ModelSpec, _converted, resolve_source
+    from lpes_framework.model.spec import ModelSpec
+    from lpes_framework.model.cache import converted_folder
+    from lpes_framework.model.load import resolve_source
 
     env = {"LPES_CACHE": str(tmp / "cache")}
     args = ["model=smollm2", "task.pairs=6", "task.gold_positions=[0,5]", "task.samples_per_position=1",
             "methods.uniform=[]", "progress=false", "extra_tasks={}"]
     first = cli("lpes_framework.commands.evaluate", *args, f"hydra.run.dir={tmp / 'c1'}", env=env)  # converts into the cache
     os.environ["LPES_CACHE"] = env["LPES_CACHE"]
-    folder = _converted(*resolve_source(ModelSpec.of(compose_config("config", ["model=smollm2"]).model)), "model")
+    folder = converted_folder(*resolve_source(ModelSpec.of(compose_config("config", ["model=smollm2"]).model)), "model")
     weights = next(folder.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     again = cli("lpes_framework.commands.evaluate", *args, f"hydra.run.dir={tmp / 'c2'}", env=env)

@@ -90,7 +90,8 @@ def main() -> None:
     from lpes_framework.position.curves import build_curve
     from lpes_framework.evaluation.fitness import FitnessWeights
     from lpes_framework.position import apply_layer_scaling, build_scheme
-    from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
+    from lpes_framework.evaluation.fitness import sample_coefficients
+    from lpes_framework.scoring.gradient import value_and_gradient
     from lpes_framework.scoring.teacher_forced import score_teacher_forced
 
     device = "cuda" if gpu else "cpu"
@@ -118,7 +119,7 @@ def main() -> None:
         with apply_layer_scaling(model, factors, scheme):
             score = timed(lambda: score_teacher_forced(model, items, batch_size=args.queries), args.repeats, sync)
             baseline = score_teacher_forced(model, items, batch_size=args.queries)
-        coefficients = sample_coefficients({str(q) for q in range(args.queries)}, 1.0, FitnessWeights(), 1)
+        coefficients = sample_coefficients({str(q) for q in range(args.queries)}, 1.0, FitnessWeights.defaults(), 1)
         if gpu:
             torch.cuda.reset_peak_memory_stats()
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -40,7 +40,8 @@ def main() -> None:
     from lpes_framework.execution import SampleSet
     from lpes_framework.evaluation.fitness import FitnessWeights
     from lpes_framework.position import build_scheme
-    from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
+    from lpes_framework.evaluation.fitness import sample_coefficients
+    from lpes_framework.scoring.gradient import value_and_gradient
     from lpes_framework.tasks import TASKS
 
     positions = [0, args.pairs // 4, args.pairs // 2, 3 * args.pairs // 4, args.pairs - 1]
@@ -55,7 +56,7 @@ def main() -> None:
     scheme = build_scheme({"name": args.scheme})
     # the end guard's hinge has a kink where a sample's log-prob equals the unpatched one: a finite
     # difference across it is not a derivative, so the exactness check takes the smooth part alone
-    weights = FitnessWeights(logprob_weight=10.0, end_penalty=0.0)
+    weights = FitnessWeights.defaults(logprob_weight=10.0, end_penalty=0.0)
     from lpes_framework.position import patch
 
     float32_tables = patch.rotary_tables

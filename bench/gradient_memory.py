@@ -60,7 +60,8 @@ def measure(model_name: str, length: int, checkpoint_layers: bool) -> dict:
     from lpes_framework.execution import SampleSet
     from lpes_framework.position import build_scheme
     from lpes_framework.position.curves import build_curve
-    from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
+    from lpes_framework.evaluation.fitness import sample_coefficients
+    from lpes_framework.scoring.gradient import value_and_gradient
     from lpes_framework.tasks import TASKS
     from lpes_framework.tasks.base import WHOLE_TEXT
 
@@ -70,7 +71,7 @@ def measure(model_name: str, length: int, checkpoint_layers: bool) -> dict:
     samples = SampleSet(tok, {"text": task}, split="search", trained_context=info.trained_context,
                         allow_beyond_trained=True, batch_size=1, progress=False)
     baseline = samples.rows(model)
-    coefficients = {"text": sample_coefficients([WHOLE_TEXT], 1.0, FitnessWeights(), per_position=1)}
+    coefficients = {"text": sample_coefficients([WHOLE_TEXT], 1.0, FitnessWeights.defaults(), per_position=1)}
     curve = build_curve({"name": "free", "low": 0.5, "high": 3.0}, info.n_layers)
     genes = np.exp(np.random.default_rng(0).normal(0.0, 0.05, info.n_layers))
     (value, gradient, _), gb, seconds = peak_growth(lambda: value_and_gradient(

@@ -23,7 +23,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from lpes_framework.commands.cli import plain, task_specs
+    from lpes_framework.config import plain, task_specs
     from lpes_framework.execution import encode_splits
     from lpes_framework.execution.local import LocalExecutor
     from lpes_framework.execution.ray import RayExecutor

@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("--shared-repeats", type=int, default=2)
     parser.add_argument("--skip-one-pass", action="store_true")
     args = parser.parse_args()
-    from lpes_framework.commands.cli import build_tasks
+    from lpes_framework.config import build_tasks
     from lpes_framework.tasks import TASKS
 
     cfg, model, tok, info = embedded([f"model={args.model}"])

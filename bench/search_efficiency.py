@@ -20,7 +20,6 @@ import math
 import tempfile
 from pathlib import Path
 
-import numpy as np
 
 from common import embedded
 
@@ -78,7 +77,7 @@ def main() -> None:
     parser.add_argument("--plot", help="write best-so-far fitness vs forward-equivalents to this PNG")
     args = parser.parse_args()
     from lpes_framework.config import compose_config
-    from lpes_framework.commands.search import Search
+    from lpes_framework.search import Search
     from lpes_framework.io.store import JsonLog
 
     _, model, tok, info = embedded([f"model={args.model}"])
@@ -99,7 +98,7 @@ def main() -> None:
                                             *args.overrides, *runs[name]])
             search = Search(cfg, out)
             search.setup((model, tok, info))
-            search.optimize()
+            search.loop()
             curve = trajectory(JsonLog(Path(out) / "evaluations.jsonl").read(), search.fixed_contexts)
         curves[name] = curve if name == "gradient" else curve[:budget]
     print(f"{info.name}: budget {budget} evaluations per GA / random method; overrides {args.overrides}")

@@ -57,9 +57,9 @@ def score_column(name: str, rows: dict[str, str | None], out: Path, threads: int
     """The evaluate payload of one column (its rows included), scoring only what ``out`` lacks."""
     from omegaconf import open_dict
 
-    from lpes_framework.commands.evaluate import run_evaluate
+    from lpes_framework.compare.run import run_evaluate
     from lpes_framework.config import compose_config
-    from lpes_framework.model.factors import load_factors
+    from lpes_framework.model.factors_file import load_factors
 
     overrides, default = COLUMNS[name]
     haystacks = haystacks or default
@@ -99,8 +99,8 @@ def main() -> None:
     parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40)")
     args = parser.parse_args()
 
-    from lpes_framework.model.factors import is_preset
-    from lpes_framework.commands.evaluate import file_method_names
+    from lpes_framework.model.factors_file import is_preset
+    from lpes_framework.compare.methods import file_method_names
 
     general = args.general or (GENERAL_PRESET if is_preset(GENERAL_PRESET) else None)
     rows = methods(general)

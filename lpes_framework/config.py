@@ -1,11 +1,12 @@
-"""Compose the packaged Hydra configs from Python (tests, notebooks, benchmarks)."""
+"""The run config: composed from the packaged Hydra configs (tests, notebooks, benchmarks), checked before
+any work, and read the way every command reads it."""
 
 from __future__ import annotations
 
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from .errors import LpesError
 
@@ -20,3 +21,76 @@ def compose_config(name: str = "config", overrides: list[str] | None = None) -> 
             return compose(config_name=name, overrides=list(overrides or []))
     except HydraException as exc:
         raise LpesError(str(exc).splitlines()[0]) from exc
+
+
+def plain(cfg) -> dict:
+    """A resolved plain-Python copy of a config node."""
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+
+
+# whole-number settings of the commands (where present) and their least values: checked before any work,
+# since a 2.5 or a 0 here fails only at the first batch or after the whole search
+_COUNTS = {"batch_size": 1, "seed": 0, "threads": 1, "validation.top_k": 1, "validation.bootstrap_resamples": 1,
+           "bootstrap_resamples": 1}
+
+
+def whole(value, setting: str, least: int) -> int:
+    """``value`` as an int >= ``least``, or a one-line error naming the setting."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() or value < least:
+        raise LpesError(f"{setting} must be a whole number >= {least}, got {value!r}")
+    return int(value)
+
+
+def prepare(cfg) -> None:
+    """First step of every command: refuse required settings left unset (``???`` in the YAML) and
+    counts that are not whole numbers, then set torch's CPU threads."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise LpesError(f"set {', '.join(missing)} (required, no default), e.g. {missing[0]}=...")
+    for setting, least in _COUNTS.items():
+        value = OmegaConf.select(cfg, setting)
+        if value is not None:
+            whole(value, setting, least)
+    device = str(OmegaConf.select(cfg, "model.device") or "cpu")
+    if device != "cpu":  # checked before a run folder is written to, not when the weights are placed
+        import torch
+
+        backend = device.split(":")[0]
+        available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}.get(backend)
+        if available is None or not available():
+            raise LpesError(f"model.device={device}: no such device is available on this machine (torch "
+                            f"{torch.__version__}); use model.device=cpu or run where it is")
+    threads = cfg.get("threads")
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+def number(value, setting: str) -> float:
+    """``float(value)`` or a one-line error naming the setting."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise LpesError(f"{setting}: {value!r} is not a number") from None
+
+
+def task_specs(cfg) -> dict[str, dict]:
+    """Configs of the primary ``task`` plus ``extra_tasks``, keyed by name (extra tasks keep their dict
+    key), each with the run's seed unless it sets its own."""
+    specs = {cfg.task.name: plain(cfg.task)} | {k: plain(v) for k, v in (cfg.get("extra_tasks") or {}).items()}
+    seed = int(cfg.get("seed", 0))
+    return {key: {"seed": seed} | spec for key, spec in specs.items()}
+
+
+def build_tasks(cfg) -> dict:
+    from .registry import TASKS
+
+    return {key: TASKS.build(spec) for key, spec in task_specs(cfg).items()}
+
+
+def scoring_regime(cfg, tasks: dict, split: str) -> dict:
+    """Everything besides a method's factors and scheme that changes its scores on ``split``: the model,
+    the scorer, prefix sharing and each task's settings (the identity of cached and reused rows)."""
+    return {"model": plain(cfg.model), "split": split, "scoring": cfg.scoring, "share_prefix": cfg.share_prefix,
+            "tasks": {k: t.settings() for k, t in tasks.items()}}

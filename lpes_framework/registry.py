@@ -15,12 +15,11 @@ import difflib
 import importlib
 import importlib.util
 import inspect
-import math
 import pkgutil
 from importlib import metadata
 from typing import Any, Callable, Generic, TypeVar
 
-from .errors import LpesError
+from .errors import LpesError, is_number
 
 T = TypeVar("T")
 
@@ -31,7 +30,7 @@ def _same_kind(default: Any, value: Any) -> bool:
     (None, text that may also be a flag, sequences) are left to the factory's own checks."""
     if isinstance(default, bool) or not isinstance(default, (int, float)) or value is None:
         return True
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+    if not is_number(value):
         return False
     return not isinstance(default, int) or float(value).is_integer()
 
@@ -168,3 +167,31 @@ def _accepted_options(factory) -> list[str] | None:
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             return names
     return None
+
+
+# The registries, one per kind, keyed by the config key that picks a plugin. Creating them imports nothing
+# heavy: each loads a plugin's module only when its name is asked for.
+SCHEMES = Registry("position scheme", "lpes_framework.schemes", "lpes_framework.position.schemes")
+CURVES = Registry("curve", "lpes_framework.curves", "lpes_framework.position.curves",
+                   "lpes_framework.position.curves.base:Curve")
+OPTIMIZERS = Registry("optimizer", "lpes_framework.optimizers", "lpes_framework.optim",
+                      "lpes_framework.optim.base:Optimizer")
+TASKS = Registry("task", "lpes_framework.tasks", "lpes_framework.tasks", "lpes_framework.tasks.base:Task")
+SCORERS = Registry("scoring", "lpes_framework.scorers", "lpes_framework.scoring")
+LOGGERS = Registry("logger", "lpes_framework.loggers", "lpes_framework.report.loggers",
+                    "lpes_framework.report.loggers.base:Logger")
+EXECUTORS = Registry("executor", "lpes_framework.executors", "lpes_framework.execution",
+                     "lpes_framework.execution.base:Executor")
+
+# config key (a Hydra group, or ``scoring``) -> the registry its value is looked up in
+BY_CONFIG_KEY = {"pos": SCHEMES, "curve": CURVES, "optimizer": OPTIMIZERS, "task": TASKS, "scoring": SCORERS,
+                 "logger": LOGGERS, "executor": EXECUTORS}
+
+
+def plugin_listing() -> str:
+    lines = []
+    for key, registry in BY_CONFIG_KEY.items():
+        lines.append(f"{registry.kind} ({key}=..., entry point group {registry.group}): {', '.join(registry.names())}")
+        for name, where in sorted(registry.plugins().items()):
+            lines.append(f"  plugin {name}: {where}")
+    return "\n".join(lines)

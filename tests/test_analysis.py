@@ -5,14 +5,15 @@ import math
 
 import pytest
 
-from lpes_framework.commands.analysis import folder_rows, noise_floor, paired, versus
+from lpes_framework.compare.rows import folder_rows, logged_rows
+from lpes_framework.evaluation.versus import noise_floor, versus
+from lpes_framework.evaluation.results import paired, rows_to_json
 from lpes_framework.evaluation.stats import logprob_bootstrap
 from lpes_framework.errors import LpesError
-from lpes_framework.commands.evaluate import logged_rows
 from lpes_framework.evaluation.fitness import FitnessWeights
 from lpes_framework.io.jsonio import dumps
-from lpes_framework.registries import TASKS
-from lpes_framework.evaluation.results import ScoreRow, rows_to_json
+from lpes_framework.registry import TASKS
+from lpes_framework.scoring.base import ScoreRow
 
 
 def rows(exact, logprob=-1.0, contexts=range(4), positions=(0, 5, 9)):
@@ -70,7 +71,7 @@ def test_the_noise_floor_is_the_spread_of_the_fitness_over_small_subsets():
     task = {"kv_retrieval": TASKS.build({"name": "kv_retrieval", "pairs": 10, "gold_positions": [0, 5, 9]})}
     table = {"unpatched": {"kv_retrieval": rows(lambda c, p: p != 5, contexts=range(20))},
              "same": {"kv_retrieval": rows(lambda c, p: p != 5, contexts=range(20))}}
-    line, = noise_floor(table, task, FitnessWeights(), sample=5, subsets=20)
+    line, = noise_floor(table, task, FitnessWeights.defaults(), sample=5, subsets=20)
     assert line.startswith("same: 20 haystacks +0.0000 [+0.0000, +0.0000]; first 5 +0.0000")
     assert line.endswith("sd 0.0000, range +0.0000 to +0.0000; separation +nan")
 
@@ -81,7 +82,7 @@ def windows(token_logprobs):
 
 
 def test_bucket_sums_put_token_k_at_position_k_plus_1():
-    from lpes_framework.commands.analysis import bucket_logprobs
+    from lpes_framework.evaluation.buckets import bucket_logprobs
 
     sums = bucket_logprobs(windows([[-1, -2, -3, -4, -5, -6]]), [0, 3, 7, 100])
     assert sums[0].tolist() == [[-3, -18, 0]]  # positions 1-2, 3-6, none
@@ -91,7 +92,7 @@ def test_bucket_sums_put_token_k_at_position_k_plus_1():
 
 
 def test_bucket_table_gives_perplexity_and_paired_ratios_per_bucket():
-    from lpes_framework.commands.analysis import bucket_table
+    from lpes_framework.evaluation.buckets import bucket_table
 
     base = [[-1.0, -1.0, -2.0, -2.0], [-1.0, -1.0, -3.0, -1.0]]
     better = [[lp if k < 2 else lp + 0.5 for k, lp in enumerate(w)] for w in base]  # beyond position 2 only
@@ -149,11 +150,11 @@ def test_the_bucket_plot_draws_every_method_by_bucket_and_the_passkey_by_depth(t
     other.mkdir()
     (other / "rows.jsonl").write_text(dumps({"key": "s", "method": "scaled", "rows": rows_to_json(
         {"perplexity": windows(base), "passkey": passkey["scaled"]})}) + "\n")
-    from lpes_framework.commands import evaluate
+    from lpes_framework.commands import analysis
 
     reads = []
-    read = evaluate.logged_rows
-    monkeypatch.setattr(evaluate, "logged_rows", lambda f: reads.append(f) or read(f))
+    read = analysis.logged_rows
+    monkeypatch.setattr(analysis, "logged_rows", lambda f: reads.append(f) or read(f))
     plot_bucket_folders([folder, other], [0, 3, 5, 9], tmp_path / "d.png")
     assert [line.get_label() for line in kept[2].axes[1].get_lines()] == ["scaled"]
     assert reads == [folder, other]  # each rows.jsonl read once for both panels

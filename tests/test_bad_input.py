@@ -8,7 +8,7 @@ import re
 import pytest
 
 from conftest import TINY_TASK, model_block, run_cli
-from lpes_framework.model.factors import factors_record, write_json_atomic
+from lpes_framework.model.factors_file import factors_record, write_json_atomic
 from lpes_framework.config import compose_config
 from lpes_framework.position.curves import CURVES
 from lpes_framework.errors import LpesError
@@ -67,8 +67,8 @@ def last_error_line(proc) -> str:
 ])
 def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load
-    from lpes_framework.commands.evaluate import run_evaluate
-    from lpes_framework.commands.search import run_search
+    from lpes_framework.compare.run import run_evaluate
+    from lpes_framework.search import run_search
 
     def no_weights(*_, **__):
         raise AssertionError("the model loaded before the bad input was refused")
@@ -113,7 +113,7 @@ def test_corrupted_factors_file_fails_before_the_model_loads(tmp_path):
     (lambda p: p.write_text("[" * 100000 + "]" * 100000), "corrupted factors file (maximum recursion depth"),
 ])
 def test_a_folder_or_a_deeply_nested_file_given_as_factors_is_one_line(make, message, tmp_path):
-    from lpes_framework.model.factors import load_factors
+    from lpes_framework.model.factors_file import load_factors
 
     path = tmp_path / "given.json"
     make(path)
@@ -178,20 +178,22 @@ def test_plugin_whose_import_fails_is_named_on_the_command_line(tmp_path):
         in last_error_line(proc)
 
 
-@pytest.mark.parametrize("module,words", [
-    ("lpes_framework", ["per decoder layer", "--plugins", "lpes_framework.commands.<name> --help", "evaluate (compare",
-                        "factors", "curve: bezier", "resume=true"]),
-    ("lpes_framework.commands.evaluate", ["gold position", "methods.uniform", "pos: "]),
+@pytest.mark.parametrize("args,words", [
+    (["--help"], ["search", "evaluate", "retest", "status", "attention", "analysis", "factors", "preset", "lm-eval",
+                  "--plugins"]),
+    (["search", "--help"], ["per decoder layer", "--plugins", "lpes <name> --help", "evaluate (compare",
+                            "curve: bezier", "resume=true"]),
+    (["evaluate", "--help"], ["gold position", "methods.uniform", "pos: "]),
 ])
-def test_help_describes_the_app(module, words):
-    out = run_cli(module, "--help").stdout
+def test_help_describes_the_app(args, words):
+    out = run_cli("lpes_framework", *args).stdout
     assert "powered by Hydra" not in out
     assert all(w in out for w in words), out[:1500]
 
 
 def test_paper_preset_fits_a_4k_window():
     """Characters bound the tokens of any subword tokenizer from above: the preset fits Llama-2's 4096."""
-    from lpes_framework.commands.cli import build_tasks
+    from lpes_framework.config import build_tasks
     from lpes_framework.config import compose_config
 
     cfg = compose_config("config", ["experiment=paper"])

@@ -12,7 +12,7 @@ import torch
 
 from conftest import TINY_TASK, model_block, read_jsonl, run_cli, tiny_model
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors import factors_record, load_factors, write_json_atomic
+from lpes_framework.model.factors_file import factors_record, load_factors, write_json_atomic
 from lpes_framework.position import RopeSpec, TracedScaling, apply_layer_scaling, build_scheme, is_identity
 from lpes_framework.position.bands import band_index, check_bands, factors_json
 from lpes_framework.position.curves import build_curve
@@ -101,14 +101,14 @@ def test_a_model_without_dimensions_in_a_band_or_a_schedule_of_the_wrong_width_i
 
 
 def test_a_band_wise_curve_is_one_curve_per_band():
-    free = build_curve({"name": "free", "low": 0.5, "high": 2.0}, 4, bands=2)
+    free = build_curve({"name": "free", "low": 0.5, "high": 2.0}, 4, n_bands=2)
     assert free.n_genes == 8 and free.settings()["bands"] == 2
     genes = [0.6, 0.7, 0.8, 0.9, 1.5, 1.6, 1.7, 1.8]
     np.testing.assert_array_equal(free.factors(genes), [[0.6, 1.5], [0.7, 1.6], [0.8, 1.7], [0.9, 1.8]])
     # a scalar schedule (a preset) fits as the same factor in every band: where a banded search starts
     np.testing.assert_allclose(free.factors(free.fit([0.9, 1.1, 1.3, 1.2])), [[f, f] for f in (0.9, 1.1, 1.3, 1.2)],
                                atol=1e-9)
-    bezier = build_curve({"name": "bezier", "low": 0.5, "high": 2.0, "monotone": "increasing"}, 6, bands=2)
+    bezier = build_curve({"name": "bezier", "low": 0.5, "high": 2.0, "monotone": "increasing"}, 6, n_bands=2)
     repaired = bezier.repair([2.0, 1.0, 0.5, 1.5, 1.0, 1.0, 1.0, 1.0])  # sorted within each band, not across
     assert repaired.tolist() == [0.5, 1.0, 1.5, 2.0, 1.0, 1.0, 1.0, 1.0]
     assert (bezier.factors(repaired)[:, 1] == 1.0).all()  # equal genes give the constant exactly, band by band
@@ -168,7 +168,7 @@ def test_a_band_wise_patched_model_generates_and_reloads_with_its_bands(tmp_path
 
 
 def test_a_uniform_method_under_a_banded_scheme_is_keyed_as_the_unbanded_one():
-    from lpes_framework.commands.evaluate import plan_methods
+    from lpes_framework.compare.methods import plan_methods
     from lpes_framework.config import compose_config
     from lpes_framework.model.load import identify
 

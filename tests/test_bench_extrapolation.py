@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from extrapolation import mean_control  # noqa: E402
 
-from lpes_framework.model.factors import load_factors  # noqa: E402
+from lpes_framework.model.factors_file import load_factors  # noqa: E402
 from lpes_framework.position.bands import factor_table  # noqa: E402
 
 
@@ -36,7 +36,7 @@ def test_a_file_control_lives_beside_the_file(tmp_path):
 
 
 def test_a_band_wise_files_control_is_the_mean_over_every_layer_and_band(tmp_path):
-    from lpes_framework.model.factors import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record, write_json_atomic
 
     source = tmp_path / "run" / "best_factors.json"
     source.parent.mkdir()

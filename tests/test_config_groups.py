@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import CharTokenizer
-from lpes_framework.commands.cli import plain, task_specs
+from lpes_framework.config import plain, task_specs
 from lpes_framework.config import compose_config
 from lpes_framework.position.curves import build_curve
 from lpes_framework.errors import LpesError
 from lpes_framework.optim import build_optimizer
-from lpes_framework.registries import BY_CONFIG_KEY, EXECUTORS, LOGGERS, TASKS
+from lpes_framework.registry import BY_CONFIG_KEY, EXECUTORS, LOGGERS, TASKS
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 # options that set a plugin up as a named variant (RULER's task names) rather than naming it

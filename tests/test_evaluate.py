@@ -4,8 +4,9 @@ import json
 from dataclasses import replace
 
 from conftest import TINY_TASK, model_block, run_cli
-from lpes_framework.commands.evaluate import interval_pairs, logged_rows
-from lpes_framework.model.factors import factors_record, write_json_atomic
+from lpes_framework.compare.methods import interval_pairs
+from lpes_framework.compare.rows import logged_rows
+from lpes_framework.model.factors_file import factors_record, write_json_atomic
 
 
 def test_evaluate_compares_all_method_kinds(tmp_path):
@@ -113,7 +114,8 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
 def test_two_methods_of_one_name_in_rows_jsonl_are_told_apart_never_merged(tmp_path):
     """Rows reused from another folder may carry a method name this run uses too (two run folders named
     ``search`` both give ``file search``): an analysis must not take one for the other."""
-    from lpes_framework.evaluation.results import ScoreRow, rows_to_json
+    from lpes_framework.evaluation.results import rows_to_json
+    from lpes_framework.scoring.base import ScoreRow
     from lpes_framework.io.store import JsonLog
 
     def rows(draws, logprob):
@@ -134,7 +136,7 @@ def test_two_methods_of_one_name_in_rows_jsonl_are_told_apart_never_merged(tmp_p
 def test_evaluate_returns_each_methods_own_rows_whatever_else_in_rows_jsonl_has_its_name(tmp_path):
     """What a bench analyses are the rows a method was scored by (found by key), never a same-named
     record another run left in the folder (every search's control is ``file uniform-mean``)."""
-    from lpes_framework.commands.evaluate import run_evaluate
+    from lpes_framework.compare.run import run_evaluate
     from lpes_framework.config import compose_config
     from lpes_framework.evaluation.results import rows_to_json
     from lpes_framework.io.store import JsonLog

@@ -8,14 +8,14 @@ import torch
 from conftest import tiny_model
 from lpes_framework import apply_factors_file, apply_layer_scaling, build_scheme, load_patched, save_patched
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors import factors_record, load_factors, write_json_atomic
+from lpes_framework.model.factors_file import factors_record, load_factors, write_json_atomic
 
 FACTORS = [1.0, 1.2, 1.6, 1.9]
 
 
 def llama_block() -> dict:
     """The model block of ``tiny_model("llama")``, as a search on it records."""
-    from lpes_framework.model.load import identify_loaded
+    from lpes_framework.model.info import identify_loaded
 
     return identify_loaded(tiny_model("llama")).as_dict()
 
@@ -87,8 +87,8 @@ def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
 
 
 def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkeypatch):
-    from lpes_framework.model import factors
-    from lpes_framework.commands.evaluate import file_method_names
+    from lpes_framework.model import factors_file as factors
+    from lpes_framework.compare.methods import file_method_names
 
     presets = tmp_path / "presets"
     presets.mkdir()
@@ -110,11 +110,11 @@ def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkey
 
 
 def test_a_damaged_model_cache_is_detected_and_removed_with_a_line(tmp_path, capsys):
-    from lpes_framework.model.load import _cached, _save_atomically, damage
+    from lpes_framework.model.cache import cache_intact, save_to_cache, damage
 
     folder = tmp_path / "model"
-    _save_atomically(tiny_model("llama"), folder)
-    assert damage(folder, hashes=True) is None and _cached(folder, hashes=True)
+    save_to_cache(tiny_model("llama"), folder)
+    assert damage(folder, hashes=True) is None and cache_intact(folder, hashes=True)
     weights = folder / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF  # same size, other contents: only the hash sees it
@@ -123,7 +123,7 @@ def test_a_damaged_model_cache_is_detected_and_removed_with_a_line(tmp_path, cap
     assert damage(folder, hashes=True) == "model.safetensors does not match its hash"
     weights.write_bytes(bytes(data[:100]))  # cut short, as by a full disk
     assert damage(folder, hashes=False) == "model.safetensors is missing or has the wrong size"
-    assert not _cached(folder) and not folder.exists()  # removed, so the next load converts again
+    assert not cache_intact(folder) and not folder.exists()  # removed, so the next load converts again
     assert capsys.readouterr().err.strip().splitlines()[-1] == (f"lpes: the model cache {folder} is damaged (model.safetensors is "
                                                                "missing or has the wrong size); rebuilding it from the GGUF file")
 

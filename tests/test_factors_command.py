@@ -7,7 +7,7 @@ import pytest
 from conftest import TINY_SEARCH, TINY_TASK, read_jsonl, run_cli
 from lpes_framework.commands.factors import main
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors import load_factors
+from lpes_framework.model.factors_file import load_factors
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +49,10 @@ def test_an_evaluate_sweeps_best_method_against_its_unpatched_row(search_run, tm
     record = load_factors(tmp_path / "best.json")
     results = json.loads((search_run / "sweep" / "results.json").read_text())
     scores = {name: scores_from_json(m["scores"])["kv_retrieval"] for name, m in results["methods"].items()}
-    expected = {name: task_score(s, scores["unpatched"], FitnessWeights()) for name, s in scores.items()
+    expected = {name: task_score(s, scores["unpatched"], FitnessWeights.defaults()) for name, s in scores.items()
                 if name != "unpatched"}
     assert record["metrics"]["search"] == {"chosen": max(expected, key=expected.get), "fitness": expected,
-                                           "weights": FitnessWeights().__dict__}
+                                           "weights": FitnessWeights.defaults().__dict__}
     assert record["factors"] == results["methods"][max(expected, key=expected.get)]["factors"]
     assert record["model"] == results["model"]
 
@@ -78,7 +78,7 @@ def test_misuse_is_one_line(search_run, tmp_path, args, message):
 
 
 def test_fit_redraws_a_factors_file_in_a_curve_and_says_what_it_lost(tmp_path):
-    from lpes_framework.model.factors import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record, write_json_atomic
     from lpes_framework.position.curves import build_curve
 
     from conftest import model_block

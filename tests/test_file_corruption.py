@@ -60,12 +60,12 @@ def _set(data, path, value):
 
 
 def readers():
-    from lpes_framework.commands.evaluate import logged_rows
-    from lpes_framework.commands.factors import best_candidate, best_method
+    from lpes_framework.compare.rows import logged_rows
+    from lpes_framework.compare.best import best_candidate, best_method
     from lpes_framework.commands.status import status
     from lpes_framework.io.spec import read_spec
     from lpes_framework.io.store import RunStore, read_results, read_rows
-    from lpes_framework.model.factors import load_factors
+    from lpes_framework.model.factors_file import load_factors
 
     return {
         "best_factors.json": [lambda d: load_factors(d / "best_factors.json"), read_spec],

@@ -49,7 +49,7 @@ def test_strength_zero_is_the_base_scheme(plugin, arch):
 
 def test_a_content_free_input_is_left_as_it_is_and_a_real_one_is_not(plugin):
     apply_layer_scaling, build_scheme, _, _ = plugin
-    from lpes_framework.position.attention import content_free_ids
+    from lpes_framework.position.attention_patch import content_free_ids
 
     model = tiny_model("llama")
     dummy = torch.cat([content_free_ids(97, 29), torch.tensor([[5]])], 1)  # exactly the prior pass's input
@@ -99,7 +99,7 @@ def test_extra_forwards_shared_prefix_and_decoding(plugin):
 
 def test_refusals_and_evaluate(plugin, tmp_path):
     _, build_scheme, _, env = plugin
-    from lpes_framework.model.load import ModelInfo
+    from lpes_framework.model.info import ModelInfo
 
     for strength in (1.5, 0.0):  # 0: a no-op reported as fim
         with pytest.raises(LpesError, match="0 < strength <= 1"):

@@ -8,7 +8,7 @@ import pytest
 from lpes_framework.evaluation.fitness import FitnessWeights, outcome, task_score
 from lpes_framework.evaluation.results import PositionStats
 
-W = FitnessWeights(middle_bonus=1.0, end_penalty=2.0, logprob_weight=0.1)
+W = FitnessWeights.defaults(middle_bonus=1.0, end_penalty=2.0, logprob_weight=0.1)
 
 
 def stats(accuracy: float, logprob: float = -0.5) -> PositionStats:
@@ -95,7 +95,7 @@ def test_non_finite_scores_get_the_invalid_fitness():
 
 
 def _rows(exact_by_context: list[list[bool]]) -> list:
-    from lpes_framework.evaluation.results import ScoreRow
+    from lpes_framework.scoring.base import ScoreRow
 
     return [ScoreRow(position=p, logprob=-0.1 if hit else -1.0, exact=hit, first=hit, first_logprob=-0.1, tokens=4,
                      draw=c) for c, hits in enumerate(exact_by_context) for p, hit in zip((0, 5, 9), hits)]

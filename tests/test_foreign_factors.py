@@ -7,7 +7,7 @@ import pytest
 
 from conftest import TINY_SEARCH, TINY_TASK, model_block, run_cli, tiny_model
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors import apply_factors_file, factors_record, write_json_atomic
+from lpes_framework.model.factors_file import apply_factors_file, factors_record, write_json_atomic
 
 FACTORS = [1.0, 1.2, 1.4, 1.6]
 
@@ -52,7 +52,7 @@ def test_a_file_without_a_model_block_is_refused_by_evaluate(tmp_path):
 
 def test_attention_refuses_them_before_the_model_loads(tmp_path, monkeypatch):
     from lpes_framework.model import load
-    from lpes_framework.commands.attention import analyse
+    from lpes_framework.compare.attention import analyse
 
     run = tmp_path / "run"
     run_cli("lpes_framework", *TINY_SEARCH, "optimizer.generations=1", f"hydra.run.dir={run}")

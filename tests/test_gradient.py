@@ -18,9 +18,9 @@ from conftest import TINY_TASK, read_jsonl, run_cli, tiny_model
 from lpes_framework.config import compose_config
 from lpes_framework.position.curves import build_curve
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluation.fitness import FitnessWeights
+from lpes_framework.evaluation.fitness import FitnessWeights, sample_coefficients
 from lpes_framework.position import build_scheme
-from lpes_framework.scoring.gradient import sample_coefficients, value_and_gradient
+from lpes_framework.scoring.gradient import value_and_gradient
 from lpes_framework.scoring.teacher_forced import score_teacher_forced
 from lpes_framework.tasks import TASKS
 from lpes_framework.tasks.base import Encoded, Sample
@@ -70,7 +70,7 @@ def test_the_gradient_is_the_central_finite_difference(scheme_cfg, curve_name, m
     scheme = build_scheme(scheme_cfg)
     with torch.no_grad():
         baseline = score_teacher_forced(model, items, batch_size=2)
-    weights = FitnessWeights(logprob_weight=1.0, end_penalty=0.5)
+    weights = FitnessWeights.defaults(logprob_weight=1.0, end_penalty=0.5)
     coefficients = sample_coefficients({"0", "3", "7"}, 1.0, weights, per_position=1)
     genes = np.linspace(0.8, 1.6, curve.n_genes)
     _, grad, _ = objective(model, items, genes, curve, scheme, baseline, coefficients)
@@ -92,7 +92,7 @@ def test_the_objective_is_a_sum_over_contexts():
     curve, scheme = build_curve({"name": "free", "low": 0.5, "high": 3.0}, 4), build_scheme({"name": "pi"})
     with torch.no_grad():
         baseline = score_teacher_forced(model, items, batch_size=2)
-    coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights(), per_position=3)
+    coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights.defaults(), per_position=3)
     genes = np.array([0.7, 1.3, 2.0, 1.1])
     whole, grad, _ = objective(model, items, genes, curve, scheme, baseline, coefficients)
     parts = [objective(model, [items[i] for i in idx], genes, curve, scheme, [baseline[i] for i in idx], coefficients)
@@ -110,7 +110,7 @@ def test_checkpointed_layers_give_the_same_gradient_and_recompute_only_uncached_
     curve, scheme = build_curve({"name": "free", "low": 0.5, "high": 3.0}, 4), build_scheme({"name": "ntk"})
     with torch.no_grad():
         baseline = score_teacher_forced(model, items, batch_size=2, share_prefix=share_prefix)
-    coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights(), per_position=2)
+    coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights.defaults(), per_position=2)
     layers = rope_layout(model)[1]
     calls = []
     for layer in layers:
@@ -148,7 +148,7 @@ def test_at_all_ones_the_rows_are_the_unpatched_models_and_the_objective_is_zero
     with torch.no_grad():
         baseline = score_teacher_forced(model, items, batch_size=2)
     curve, scheme = build_curve({"name": "bezier", "low": 0.5, "high": 3.0}, 4), build_scheme({"name": "ntk"})
-    coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights(), per_position=2)
+    coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights.defaults(), per_position=2)
     value, grad, rows = objective(model, items, np.ones(4), curve, scheme, baseline, coefficients)
     assert value == 0.0 and rows["kv"] == baseline
     assert np.abs(grad).max() > 0  # the identity still has a real gradient
@@ -157,7 +157,7 @@ def test_at_all_ones_the_rows_are_the_unpatched_models_and_the_objective_is_zero
 
 def test_ray_workers_give_the_local_answer():
     pytest.importorskip("ray")
-    from lpes_framework.commands.cli import plain, task_specs
+    from lpes_framework.config import plain, task_specs
     from lpes_framework.execution import GradientJob, build_executor
 
     cfg = compose_config("config", [*TINY_TASK, "task.samples_per_position=3"])
@@ -219,7 +219,7 @@ def test_sigkill_then_resume_continues_exactly(tmp_path):
 
 
 def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
-    from lpes_framework.model.factors import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record, write_json_atomic
     from lpes_framework.optim.gradient import start_genes
 
     path = tmp_path / "f.json"
@@ -231,21 +231,26 @@ def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
 
 
 def test_the_cosine_schedule_falls_from_lr_to_lr_min_within_each_restart():
+    from lpes_framework.evaluation.fitness import Outcome
+    from lpes_framework.optim.base import Gradient, GradientRequest
     from lpes_framework.optim.gradient import GradientAscent
 
     opt = GradientAscent(build_curve({"name": "free", "low": 0.5, "high": 3.0}, 2), lr=0.1, lr_min=0.02, steps=4,
-                         restarts=2, schedule="cosine")
-    opt.begin(np.ones(2))
-    sizes = []
+                         restarts=2, schedule="cosine", eval_every=2)
+    sizes, scored = [], []
     while not opt.done:
-        sizes.append(opt.step_size())
-        opt.update(np.ones(2))
-        if opt.restart_over:
-            opt.next_restart()
+        (request,) = opt.ask()  # ask never raises: a genome to score, or a gradient request
+        if isinstance(request, GradientRequest):
+            sizes.append(opt.step_size())
+            opt.tell([request], [Gradient(0.0, [1.0, 1.0])])
+        else:
+            scored.append((opt.restart, opt.step))
+            opt.tell([request], [Outcome(fitness=0.0, retrieval=0.0, perplexity=float("nan"))])
     half = 0.02 + 0.04 * (1 + np.cos(np.pi * np.arange(4) / 4))
     np.testing.assert_allclose(sizes, [*half, *half])  # 0.1 first, towards 0.02 by the last step, again after
+    assert scored == [(0, 0), (0, 2), (0, 4), (1, 0), (1, 2), (1, 4)]  # every eval_every steps and each restart's end
+    assert opt.ask() == [] and opt.generation == 8
     constant = GradientAscent(build_curve({"name": "free"}, 2), lr=0.1, steps=4)
-    constant.begin(np.ones(2))
     assert constant.step_size() == 0.1
 
 
@@ -265,7 +270,7 @@ def test_the_cosine_schedule_falls_from_lr_to_lr_min_within_each_restart():
 ])
 def test_bad_gradient_settings_are_refused_before_the_model_loads(overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load
-    from lpes_framework.commands.search import run_search
+    from lpes_framework.search import run_search
 
     text = tmp_path / "text.txt"
     text.write_text(" ".join(f"word{i}" for i in range(1000)))
@@ -288,7 +293,7 @@ def test_a_perplexity_task_enters_the_objective_as_it_enters_the_fitness():
     windows = [Encoded(ids=rng.integers(3, 90, size=100).tolist(), answer_start=1,
                        sample=Sample(prompt="", answer="", position=WHOLE_TEXT, draw=j)) for j in range(2)]
     curve, scheme = build_curve({"name": "free", "low": 0.5, "high": 3.0}, 4), build_scheme({"name": "pi"})
-    weights = FitnessWeights(logprob_weight=0.5, end_penalty=3.0)
+    weights = FitnessWeights.defaults(logprob_weight=0.5, end_penalty=3.0)
     with torch.no_grad():
         baseline = score_teacher_forced(model, windows, batch_size=2)
     genes = np.array([0.6, 1.4, 2.5, 0.9])
@@ -317,7 +322,7 @@ def test_a_perplexity_task_enters_the_objective_as_it_enters_the_fitness():
 
 
 def test_a_scheme_or_curve_without_a_gradient_is_one_line(tmp_path, monkeypatch):
-    from lpes_framework.commands import search
+    from lpes_framework.search import stage as search
     from lpes_framework.model import load
     from lpes_framework.position.curves.base import Curve
 
@@ -332,7 +337,7 @@ def test_a_scheme_or_curve_without_a_gradient_is_one_line(tmp_path, monkeypatch)
         def shape(self, genes, t):
             return np.where(np.arange(len(t)) % 2 == 0, float(genes[0]), float(genes[1]))
 
-    monkeypatch.setattr(search, "build_curve", lambda cfg, n, bands: NumpyCurve(n_layers=n, low=0.5, high=3.0))
+    monkeypatch.setattr(search, "build_curve", lambda cfg, n, n_bands: NumpyCurve(n_layers=n, low=0.5, high=3.0))
     with pytest.raises(LpesError, match="curve=numpy_curve maps genes to factors without a gradient"):
         search.run_search(compose_config("config", GRADIENT), tmp_path)
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import installed_plugin, model_block
-from lpes_framework.model.factors import factors_record, write_json_atomic
+from lpes_framework.model.factors_file import factors_record, write_json_atomic
 
 pytestmark = pytest.mark.slow
 lm_eval = pytest.importorskip("lm_eval")

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from conftest import TINY_TASK
-from lpes_framework.commands.cli import plain, task_specs
-from lpes_framework.commands.search import run_search
+from lpes_framework.config import plain, task_specs
+from lpes_framework.search import run_search
 from lpes_framework.config import compose_config
 from lpes_framework.errors import LpesError
 from lpes_framework.evaluation.comparison import Comparison, format_lengths
 from lpes_framework.evaluation.fitness import FitnessWeights, outcome, task_score, task_scales, task_spread
-from lpes_framework.evaluation.results import ScoreRow, by_length, by_position
+from lpes_framework.scoring.base import ScoreRow
+from lpes_framework.evaluation.results import by_length, by_position
 from lpes_framework.tasks import TASKS
 
 MIXTURE = ["model=tiny", "task=niah_single_1", "task.context_tokens=[160,240]", "task.depths=[0,50,100]",
@@ -28,7 +29,7 @@ def rows(positions, accuracy, logprobs, draws=4):
 
 
 def test_the_spread_is_the_standard_deviation_of_one_draws_quality():
-    weights = FitnessWeights(logprob_weight=0.5, normalise=True)
+    weights = FitnessWeights.defaults(logprob_weight=0.5, normalise=True)
     base = by_position(rows([0, 5, 10], 0.5, [-1.0, -2.0, -1.0, -2.0]))
     w = {"0": 1.0, "5": 2.0, "10": 1.0}  # the depth weights (middle_bonus 1)
     per_position = 0.5 * 0.5 + 0.5 ** 2 * np.var([-1.0, -2.0, -1.0, -2.0], ddof=1)
@@ -36,7 +37,7 @@ def test_the_spread_is_the_standard_deviation_of_one_draws_quality():
 
 
 def test_normalised_terms_count_in_units_of_their_spread():
-    weights = FitnessWeights(logprob_weight=0.1, normalise=True)
+    weights = FitnessWeights.defaults(logprob_weight=0.1, normalise=True)
     tasks = {"wide": TASKS.build({"name": "kv_retrieval", "weight": 1.0}),
              "narrow": TASKS.build({"name": "kv_retrieval", "weight": 2.0})}
     base = {"wide": by_position(rows([0, 4, 9], 0.5, [-1.0, -3.0, -1.0, -3.0])),
@@ -48,7 +49,7 @@ def test_normalised_terms_count_in_units_of_their_spread():
     assert scales["narrow"] > scales["wide"]  # a steadier task's change counts more
     expected = sum(t.weight * scales[n] * task_score(better[n], base[n], weights) for n, t in tasks.items())
     assert outcome(better, base, tasks, weights).fitness == pytest.approx(expected)
-    plain_weights = FitnessWeights(logprob_weight=0.1)
+    plain_weights = FitnessWeights.defaults(logprob_weight=0.1)
     assert task_scales(base, tasks, plain_weights) == {"wide": 1.0, "narrow": 1.0}
     flat = {n: by_position(rows([0, 4, 9], 1.0, [-1.0] * 4)) for n in tasks}
     with pytest.raises(LpesError, match="do not vary"):
@@ -87,7 +88,7 @@ def test_normalise_needs_two_samples_a_task_and_is_refused_before_load(tmp_path)
         run_search(cfg, tmp_path)
     assert not (tmp_path / "evaluations.jsonl").exists()
     with pytest.raises(LpesError, match="normalise must be true or false"):
-        FitnessWeights(normalise="yes")
+        FitnessWeights.defaults(normalise="yes")
 
 
 def test_results_by_length():

@@ -63,7 +63,7 @@ def test_head_ratios_follow_the_paper(installed):
 
 def test_gemma3_is_refused(installed):
     apply_layer_scaling, build_scheme, _ = installed
-    from lpes_framework.model.load import ModelInfo
+    from lpes_framework.model.info import ModelInfo
 
     with pytest.raises(LpesError, match="leaves every head unscaled"):
         build_scheme({"name": "mspoe", "min_ratio": 1.0, "max_ratio": 1.0})

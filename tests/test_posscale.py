@@ -119,7 +119,7 @@ def test_scale_one_is_the_base_scheme_and_layer_factors_compose(plugin):
 
 def test_refusals_are_one_line_and_early(plugin):
     apply_layer_scaling, build_scheme, _, _ = plugin
-    from lpes_framework.model.load import ModelInfo
+    from lpes_framework.model.info import ModelInfo
 
     with pytest.raises(LpesError, match="layers must be fractions"):
         build_scheme({"name": "posscale", "layers": [0.8, 0.3]})

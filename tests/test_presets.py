@@ -7,7 +7,7 @@ import pytest
 
 from conftest import OPTIONAL_MODELS
 from lpes_framework.config import compose_config
-from lpes_framework.model.factors import PRESETS, load_factors, preset_names
+from lpes_framework.model.factors_file import PRESETS, load_factors, preset_names
 
 
 def model_option(name: str) -> str | None:

@@ -26,7 +26,7 @@ def test_ray_gives_the_records_of_local(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_run_cfg():
-    from lpes_framework.commands.cli import plain, task_specs
+    from lpes_framework.config import plain, task_specs
     from lpes_framework.config import compose_config
 
     cfg = compose_config("config", [*TINY_SEARCH])

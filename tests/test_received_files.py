@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from conftest import TINY_SEARCH, run_cli
-from lpes_framework.commands.search import run_search
+from lpes_framework.search import run_search
 from lpes_framework.config import compose_config
 from lpes_framework.errors import LpesError
 from lpes_framework.io.store import JsonLog, RunLock, RunStore
@@ -28,7 +28,7 @@ def resume(folder, words, *extra):
 
 
 def attention(folder, words, *extra):
-    from lpes_framework.commands.attention import analyse
+    from lpes_framework.compare.attention import analyse
 
     with pytest.raises(LpesError, match=words):
         analyse(folder, *extra)

@@ -9,7 +9,7 @@ import torch
 
 from conftest import ARCHS, CharTokenizer, tiny_model
 from lpes_framework.config import compose_config
-from lpes_framework.commands.cli import task_specs
+from lpes_framework.config import task_specs
 from lpes_framework.errors import LpesError
 from lpes_framework.scoring.generate import score_generate
 from lpes_framework.scoring.teacher_forced import score_teacher_forced

@@ -169,7 +169,7 @@ def test_a_traced_factor_gives_bit_identical_tables_and_a_finite_difference_grad
 
 
 def test_a_plugin_scheme_without_a_gradient_is_refused_in_one_line():
-    from lpes_framework.position.schemes import require_gradient
+    from lpes_framework.position import require_gradient
 
     def frozen(spec, factor, seq_len):
         return spec.inv_freq / float(factor), 1.0

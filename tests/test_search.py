@@ -163,8 +163,27 @@ def test_nsga2_writes_a_pareto_front(tmp_path):
     front = json.loads((tmp_path / "pareto.json").read_text())
     assert front and all({"genome", "retrieval", "perplexity"} <= f.keys() for f in front)
     assert (tmp_path / "pareto.png").is_file()
-    ppl = [f["perplexity"] for f in front]
-    assert ppl == sorted(ppl)
+    # the front is exactly the evaluated candidates no other candidate dominates, by perplexity
+    points = {tuple(r["genome"]): (r["outcome"]["retrieval"], r["outcome"]["perplexity"])
+              for r in read_jsonl(tmp_path / "evaluations.jsonl") if r["kind"] == "candidate"}
+
+    def dominated(p):
+        return any(q[0] >= p[0] and q[1] <= p[1] and q != p for q in points.values())
+
+    assert [tuple(f["genome"]) for f in front] == sorted(
+        (g for g, p in points.items() if not dominated(p)), key=lambda g: points[g][1])
+
+
+def test_the_pareto_front_leaves_out_a_broken_candidate():
+    from lpes_framework.evaluation.fitness import Outcome
+    from lpes_framework.optim import build_optimizer
+    from lpes_framework.position.curves import build_curve
+
+    opt = build_optimizer({"name": "nsga2", "population": 4}, build_curve({"name": "bezier"}, 4), 0)
+    for genes, retrieval, ppl in [((1.0,) * 4, 0.5, 10.0), ((1.1,) * 4, 0.7, 12.0), ((1.2,) * 4, 0.4, 11.0),
+                                  ((1.3,) * 4, float("nan"), float("nan"))]:
+        opt.history[genes] = (list(genes), Outcome(fitness=0.0, retrieval=retrieval, perplexity=ppl))
+    assert [g[0] for g, _ in opt.front()] == [1.0, 1.1]  # 1.2 is dominated by 1.0; NaN by everything
 
 
 def test_random_search_runs(tmp_path):
@@ -189,7 +208,7 @@ def test_the_wandb_logger_gets_every_generation_and_the_summary(tmp_path, monkey
     from types import SimpleNamespace
 
     from lpes_framework.config import compose_config
-    from lpes_framework.commands.search import run_search
+    from lpes_framework.search import run_search
 
     calls = {"log": [], "finish": 0}
     run = SimpleNamespace(summary={}, log=lambda metrics, step: calls["log"].append((step, metrics)),
@@ -221,7 +240,7 @@ def test_the_wandb_logger_gets_every_generation_and_the_summary(tmp_path, monkey
 
 def test_the_identity_among_the_top_candidates_takes_the_unpatched_validation_scores(tmp_path):
     from lpes_framework.config import compose_config
-    from lpes_framework.commands.search import Search
+    from lpes_framework.search import Search
 
     # every candidate goes to validation, the identity seed among them
     search = Search(compose_config("config", [*TINY_SEARCH, "validation.top_k=13"]), tmp_path)
@@ -341,14 +360,14 @@ def test_a_pickle_in_a_run_folder_is_never_unpickled(ga_run, tmp_path):
 
 def test_nsga2_resumes_by_replaying_its_generations(tmp_path):
     from lpes_framework.config import compose_config
-    from lpes_framework.commands.search import Search
+    from lpes_framework.search import Search
 
     base = [*TINY_TASK, "optimizer=nsga2", "optimizer.population=4", "perplexity_task.window_tokens=64"]
 
     def history(out, generations, resume=False):
         search = Search(compose_config("config", [*base, f"optimizer.generations={generations}", f"resume={resume}"]), out)
         search.setup()
-        search.optimize()
+        search.loop()
         search.executor.close()
         search.lock.release()
         return [(g, o.fitness) for g, o in search.optimizer.history.values()]
@@ -361,7 +380,7 @@ def test_nsga2_resumes_by_replaying_its_generations(tmp_path):
 def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_run, tmp_path, monkeypatch):
     """Validation and test rows are kept as each method finishes (heldout.jsonl), bound to the run by their
     key; a resume scores only the methods the kill left unscored and writes the same answer."""
-    from lpes_framework.commands.search import Search
+    from lpes_framework.search import Search
     from lpes_framework.execution.local import LocalExecutor
 
     reference, _ = ga_run

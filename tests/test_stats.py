@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lpes_framework.evaluation.results import ScoreRow
+from lpes_framework.scoring.base import ScoreRow
 from lpes_framework.evaluation.stats import middle_positions, paired_bootstrap
 
 

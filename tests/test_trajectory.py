@@ -20,7 +20,7 @@ OPTIMIZERS = {"ga": TINY_SEARCH,
 
 def trajectory(out: Path, overrides: list[str]) -> list[dict]:
     from lpes_framework.config import compose_config
-    from lpes_framework.commands.search import Search
+    from lpes_framework.search import Search
 
     search = Search(compose_config("config", overrides), out)
     search.setup()

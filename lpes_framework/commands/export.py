@@ -17,7 +17,7 @@ from pathlib import Path
 
 def export(factors: str, model: str, out: Path) -> Path:
     from ..config import compose_config
-    from ..model.factors import load_checked
+    from ..model.factors_file import load_checked
     from ..model.load import identify, load_model
     from ..position import apply_layer_scaling, build_scheme
     from ..report.export import save_self_contained

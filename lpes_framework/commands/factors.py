@@ -1,8 +1,8 @@
 """The factors file of a run's best entry: a search's best candidate, or an evaluate folder's best method.
 
-    python -m lpes_framework.commands.factors <search run> [--uniform] --out best.json
-    python -m lpes_framework.commands.factors <evaluate folder> --baseline <search run> --out best.json
-    python -m lpes_framework.commands.factors <factors file> --fit bezier [--control-points 4] --out fitted.json
+    lpes factors <search run> [--uniform] --out best.json
+    lpes factors <evaluate folder> --baseline <search run> --out best.json
+    lpes factors <factors file> --fit bezier [--control-points 4] --out fitted.json
 
 A search writes ``best_factors.json`` itself, after validation; this is for the runs that stop short of
 it (a search-efficiency comparison, a killed search) and for tuning sweeps: ``evaluate`` on the search
@@ -26,99 +26,17 @@ split with several uniform factors, whose best by the search's fitness becomes t
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from ..compare.best import best_candidate, best_method, fitted
 from ..errors import LpesError
-from ..evaluation.fitness import FitnessWeights, task_score
-from ..evaluation.results import scores_from_json
-from ..io.spec import read_spec
-from ..io.store import read_evaluations, read_results
-from ..model.factors import factors_record, write_json_atomic
-from .cli import one_line_errors, plain, task_specs
-
-
-def _records(run: Path, kind: str) -> list[dict]:
-    return [r for r in read_evaluations(run / "evaluations.jsonl") if r["kind"] == kind]
-
-
-def best_candidate(run: Path, uniform: bool = False) -> dict:
-    """The factors record of the search run's best candidate by its recorded search fitness (``uniform``:
-    of those with one factor other than 1 in every layer: the uniform baseline a search tests its answer
-    against)."""
-    from ..position.bands import band_count
-    from ..position.curves import build_curve, uniform_scaling
-
-    spec = read_spec(run)
-    model = spec.model
-    if not model and (run / "best_factors.json").is_file():  # written before the run record: the run's own file
-        model = json.loads((run / "best_factors.json").read_text())["model"]
-    if not model:
-        raise LpesError(f"{run} was written before the run record and holds no best_factors.json: its model is "
-                        "unknown, so no factors file can be made from it")
-    candidates = [r for r in _records(run, "candidate") if not uniform or uniform_scaling(r["genome"])]
-    if not candidates:
-        raise LpesError(f"{run / 'evaluations.jsonl'} holds no scored {'uniform ' if uniform else ''}candidate")
-    best = max(candidates, key=lambda r: r["outcome"]["fitness"])
-    cfg = spec.cfg()
-    curve = build_curve(plain(cfg.curve), model["n_layers"], bands=band_count(plain(cfg.pos)))
-    return factors_record(model=model, scheme=plain(cfg.pos), factors=best["factors"], curve=curve.settings(),
-                          genome=best["genome"], task=task_specs(cfg)[cfg.task.name],
-                          metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
-
-
-def fitted(path: Path, curve_cfg: dict) -> dict:
-    """The factors file at ``path`` redrawn by the curve ``curve_cfg`` (bounds default to the file's)."""
-    import numpy as np
-
-    from ..model.factors import load_factors
-    from ..position.bands import band_count
-    from ..position.curves import build_curve
-
-    record = load_factors(path)
-    bounds = {k: record["curve"][k] for k in ("low", "high") if record.get("curve") and k in record["curve"]}
-    curve = build_curve(bounds | curve_cfg, len(record["factors"]), bands=band_count(record["scheme"]))
-    genome = curve.fit(record["factors"])
-    factors = curve.factors(genome)
-    change = factors - np.asarray(record["factors"])
-    fit = {"from": str(path), "max_abs_change": float(np.abs(change).max()),
-           "rms_change": float(np.sqrt((change ** 2).mean()))}
-    return factors_record(model=record["model"], scheme=record["scheme"], factors=factors.tolist(),
-                          curve=curve.settings(), genome=[float(g) for g in genome], task=record.get("task"),
-                          metrics={"fit": fit}) | ({"run": record["run"]} if "run" in record else {})
-
-
-def best_method(folder: Path, baseline: Path | None = None) -> dict:
-    """The factors record of the evaluate folder's best patched method by the fitness: against the
-    ``baseline`` search run's baseline scores with its weights, or against the folder's unpatched row with
-    the default weights (evaluate has no fitness of its own)."""
-    path = folder / "results.json"
-    results = read_results(folder)
-    task = next(iter(results["tasks"]))  # the primary task comes first
-    judge = read_spec(baseline).cfg() if baseline is not None else {}
-    weights = FitnessWeights(**plain(judge["fitness"])) if "fitness" in judge else FitnessWeights()
-    methods = {name: m for name, m in results["methods"].items() if m.get("factors") is not None}
-    if not methods:
-        raise LpesError(f"{path} holds no patched method")
-    if baseline is not None:
-        records = _records(baseline, "baseline")
-        if not records:
-            raise LpesError(f"{baseline / 'evaluations.jsonl'} holds no baseline record")
-        base = scores_from_json(records[0]["scores"])[task]
-    elif "unpatched" in results["methods"]:
-        base = scores_from_json(results["methods"]["unpatched"]["scores"])[task]
-    else:
-        raise LpesError(f"{path} holds no unpatched row: pass --baseline <search run> scored on the same samples")
-    fitness = {name: task_score(scores_from_json(m["scores"])[task], base, weights) for name, m in methods.items()}
-    best = max(fitness, key=fitness.get)
-    return factors_record(model=results["model"], scheme=methods[best]["scheme"], factors=methods[best]["factors"],
-                          task=results["tasks"][task],
-                          metrics={"search": {"chosen": best, "fitness": fitness, "weights": weights.__dict__}})
+from ..model.factors_file import write_json_atomic
+from .cli import one_line_errors
 
 
 @one_line_errors
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.factors",
+    parser = argparse.ArgumentParser(prog="lpes factors",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a search run (evaluations.jsonl), an evaluate folder (results.json), "
                                                "or with --fit a factors file")

@@ -22,7 +22,7 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
 from ..errors import LpesError
-from ..model.factors import apply_factors_file, load_checked
+from ..model.factors_file import apply_factors_file, load_checked
 
 # lm-eval reads a doc field with Jinja; the data file path is quoted as JSON, which YAML accepts
 _CHOICE_TASK = """task: {name}
@@ -59,7 +59,7 @@ def check_pretrained(pretrained, factors: str, allow_foreign: bool, trust_remote
     """A factors file against the config of the model lm-eval is about to load (no weights read)."""
     from transformers import AutoConfig
 
-    from ..model.load import model_info
+    from ..model.info import model_info
 
     if not isinstance(pretrained, str):
         return  # an already loaded model: apply_factors_file checks it

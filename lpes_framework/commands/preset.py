@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from ..io.store import cache_key, read_results
-from ..model.factors import PRESETS, load_factors, write_json_atomic
+from ..model.factors_file import PRESETS, load_factors, write_json_atomic
 
 
 def with_evidence(record: dict, results: dict, found: str) -> dict:
@@ -43,7 +43,7 @@ def with_evidence(record: dict, results: dict, found: str) -> dict:
 
 
 def make_preset(factors: str, heldout: Path, name: str, out: Path = PRESETS) -> Path:
-    from .evaluate import file_method_names
+    from ..compare.methods import file_method_names
 
     record = load_factors(factors)
     results = read_results(Path(heldout))

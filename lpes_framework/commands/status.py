@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 
 from ..errors import LpesError
-from ..model.factors import load_factors
+from ..model.factors_file import load_factors
 from ..position.bands import factor_table
 from ..io.store import RunStore, read_evaluations
 
@@ -23,7 +23,7 @@ TOP = 5
 
 def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
     """(candidates a full run asks for, generations) from the run's own config."""
-    from .cli import plain
+    from ..config import plain
     from ..position.curves import build_curve
     from ..optim import build_optimizer
     from ..io.spec import read_spec

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ..tasks.base import WHOLE_TEXT
-from .results import Scores, ScoreRow, by_length, by_position, scores_to_json
-from .stats import Interval, logprob_bootstrap, middle_positions, paired_bootstrap
+from ..scoring.base import ScoreRow
+from .results import Scores, by_length, by_position, scores_to_json
+from .positions import middle_positions
+from .stats import Interval, logprob_bootstrap, paired_bootstrap
 
 Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
 

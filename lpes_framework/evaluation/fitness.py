@@ -18,16 +18,21 @@ are NaN or infinite gets ``invalid_fitness`` instead of crashing the search.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
-from ..errors import LpesError
+from ..errors import LpesError, is_number
 from ..io.jsonio import nulls_to_nan
 from ..tasks.base import WHOLE_TEXT, whole_text
-from .results import Scores, ScoreRow, by_position
+from ..scoring.base import ScoreRow
+from .positions import depths, end_positions
+from .results import Scores, by_position
+from .stats import resample_draws
 from ..tasks import Task
 
 
@@ -45,11 +50,18 @@ class Outcome:
 
 @dataclass(frozen=True)
 class FitnessWeights:
-    middle_bonus: float = 1.0
-    end_penalty: float = 2.0
-    logprob_weight: float = 0.1
-    invalid_fitness: float = -1000.0
-    normalise: bool = False  # each task's term over its unpatched spread (``task_scales``): a mixture of tasks
+    """The ``fitness`` config block; its defaults are written once, in ``conf/config.yaml`` (``defaults``)."""
+
+    middle_bonus: float
+    end_penalty: float
+    logprob_weight: float
+    invalid_fitness: float
+    normalise: bool  # each task's term over its unpatched spread (``task_scales``): a mixture of tasks
+
+    @classmethod
+    def defaults(cls, **overrides) -> "FitnessWeights":
+        """The packaged config's weights, with ``overrides``."""
+        return cls(**{**_packaged_weights(), **overrides})
 
     def __post_init__(self):
         """Checked when the config is read: a weight that is text or NaN would only surface (or silently
@@ -59,32 +71,26 @@ class FitnessWeights:
         for name, value in vars(self).items():
             if name == "normalise":
                 continue
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            if not is_number(value):
                 raise LpesError(f"fitness.{name} must be a finite number, got {value!r}")
             if name != "invalid_fitness" and value < 0:
                 raise LpesError(f"fitness.{name} must be >= 0, got {value}")
+
+
+@functools.cache
+def _packaged_weights() -> dict:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(Path(__file__).parent.parent / "conf" / "config.yaml").fitness)
 
 
 def quality(stats, weights: FitnessWeights) -> float:
     return stats.accuracy + weights.logprob_weight * stats.logprob
 
 
-def depths(positions) -> dict[str, float]:
-    """Relative depth in [0, 1] of each gold position label (an index or a percentage, as a string)."""
-    values = {p: float(p) for p in positions}
-    low, high = min(values.values()), max(values.values())
-    return {p: (v - low) / (high - low) if high > low else 0.5 for p, v in values.items()}
-
-
 def depth_weights(positions, weights: FitnessWeights) -> dict[str, float]:
     """w_p = 1 + middle_bonus * (1 - |2 u_p - 1|) of each gold position label."""
     return {p: 1 + weights.middle_bonus * (1 - abs(2 * u - 1)) for p, u in depths(positions).items()}
-
-
-def end_positions(positions) -> set[str]:
-    """The shallowest and the deepest gold position labels (none when there is only one)."""
-    depth = depths(positions)
-    return {min(depth, key=depth.get), max(depth, key=depth.get)} if len(depth) > 1 else set()
 
 
 def task_score(scores, base, weights: FitnessWeights, max_ratio: float | None = None) -> float:
@@ -161,9 +167,9 @@ def fitness_interval(rows: Mapping[str, list[ScoreRow]], baseline: Mapping[str, 
 
     scales = task_scales({task: by_position(r) for task, r in baseline.items()}, tasks, weights)
     mine, theirs = ({task: _by_context(r) for task, r in data.items()} for data in (rows, baseline))
-    rng = np.random.default_rng(seed)
     contexts = {task: np.array(sorted(per)) for task, per in theirs.items()}
-    draws = [fitness({task: rng.choice(c, size=len(c)) for task, c in contexts.items()}) for _ in range(resamples)]
+    picks = {task: c[resample_draws(len(c), resamples, seed + i)] for i, (task, c) in enumerate(contexts.items())}
+    draws = [fitness({task: p[r] for task, p in picks.items()}) for r in range(resamples)]
     low, high = np.percentile(draws, [2.5, 97.5])
     return fitness(contexts), float(low), float(high)
 
@@ -173,3 +179,31 @@ def _by_context(rows: list[ScoreRow]) -> dict[int, list[ScoreRow]]:
     for row in rows:
         groups.setdefault(row.draw, []).append(row)
     return groups
+
+
+def sample_coefficients(labels, task_weight: float, weights, per_position: int,
+                        max_ratio: float | None = None) -> dict[str, tuple[float, float, float]]:
+    """Per gold position label: (coefficient of lp - lp0, coefficient of the guard max(0, lp0 - lp - slack),
+    slack). Depth weights and end positions are the fitness's own. A whole-text task (perplexity: one label)
+    has its log-prob change rewarded, or, with a ``max_ratio`` guard, only a loss past log(max_ratio) is
+    penalised, by ``end_penalty`` (the fitness's guard, per window as the end guard is per sample)."""
+    scale = task_weight / per_position
+    if max_ratio is not None:
+        return {p: (0.0, scale * weights.end_penalty, math.log(max_ratio)) for p in labels}
+    scale *= weights.logprob_weight
+    if list(labels) == [WHOLE_TEXT]:
+        return {WHOLE_TEXT: (scale, 0.0, 0.0)}
+    w = depth_weights(labels, weights)
+    norm = sum(w.values())
+    ends = end_positions(labels)
+    return {p: (scale * wp / norm, scale * weights.end_penalty if p in ends else 0.0, 0.0) for p, wp in w.items()}
+
+
+def objective_coefficients(baseline: Mapping[str, list[ScoreRow]], tasks: Mapping[str, Task],
+                           weights: FitnessWeights, per_position: int,
+                           scales: Mapping[str, float]) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """``sample_coefficients`` of every task of a gradient minibatch (``baseline``: its unpatched rows), each
+    task's weight times its scale (``task_scales``, from the fixed search split)."""
+    return {task: sample_coefficients({str(r.position) for r in rows}, tasks[task].weight * scales.get(task, 1.0),
+                                      weights, per_position, tasks[task].max_ratio)
+            for task, rows in baseline.items()}

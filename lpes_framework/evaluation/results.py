@@ -8,20 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Mapping
 
 from ..io.jsonio import nulls_to_nan
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    position: int | str
-    logprob: float  # mean log-probability of the gold answer tokens
-    exact: bool  # greedy decoding reproduces the whole answer
-    first: bool  # greedy decoding gets the first answer token
-    first_logprob: float
-    tokens: int  # answer tokens scored
-    token_logprobs: tuple[float, ...] = ()  # log-probability of each gold answer token
-    draw: int = 0  # the sample's draw (haystack, record): paired comparisons resample these
-    length: int | None = None  # the token length its context was filled to (tasks with a length option)
-    match: float | None = None  # the task's own text score of a generation (RULER's string match), if any
+from ..scoring.base import ScoreRow
 
 
 @dataclass(frozen=True)
@@ -119,3 +106,16 @@ def rows_from_json(data: Mapping) -> dict[str, list[ScoreRow]]:
 
 def scores_from_json(data: Mapping) -> Scores:
     return {task: {pos: PositionStats(**stats) for pos, stats in per_pos.items()} for task, per_pos in data.items()}
+
+
+def by_sample(rows) -> dict[tuple[int, str], ScoreRow]:
+    """Rows keyed by their sample, (draw, gold position label): how rows of two methods, folders or records
+    are joined, never by list order."""
+    return {(r.draw, str(r.position)): r for r in rows}
+
+
+def paired(a, b, haystacks: range | None = None) -> tuple[list[ScoreRow], list[ScoreRow]]:
+    """The rows of ``a`` and ``b`` on the samples both scored (within ``haystacks``), in ``a``'s order."""
+    mine, theirs = by_sample(a), by_sample(b)
+    keys = [k for k in mine if k in theirs and (haystacks is None or k[0] in haystacks)]
+    return [mine[k] for k in keys], [theirs[k] for k in keys]

@@ -3,7 +3,7 @@
 Samples of one draw (a haystack, a record) are correlated: the same context is asked about at every
 gold position, and a hard haystack is hard for every method. So the unit resampled is the draw,
 not the sample: each resample picks draws with replacement and recomputes the mean difference of
-exact match per gold position, and over the middle positions (all but the shallowest and the deepest).
+exact match per gold position, and over the middle positions (``positions``: all but the shallowest and the deepest).
 The 95% interval is the 2.5th..97.5th percentile of those resampled differences, in percentage points.
 The gold log-prob change per token is resampled the same way (``logprob_bootstrap``).
 """
@@ -15,7 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .results import ScoreRow
+from ..scoring.base import ScoreRow
+from .positions import middle_positions
 
 
 @dataclass(frozen=True)
@@ -34,13 +35,10 @@ class Interval:
         return f"{self.delta:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
 
 
-def middle_positions(positions: Sequence[str]) -> list[str]:
-    """Gold positions other than the shallowest and the deepest (all of them when there are two or fewer)."""
-    depth = {p: float(p) for p in positions}
-    if len(depth) <= 2:
-        return list(positions)
-    ends = {min(depth, key=depth.get), max(depth, key=depth.get)}
-    return [p for p in positions if p not in ends]
+def resample_draws(n: int, resamples: int, seed: int) -> np.ndarray:
+    """Bootstrap resamples of ``n`` draws, (resamples x n) indices drawn with replacement: the one resampling
+    every interval over haystacks, records or text windows uses."""
+    return np.random.default_rng(seed).integers(n, size=(resamples, n))
 
 
 def paired_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples: int = 2000,
@@ -60,8 +58,7 @@ def paired_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, resamples:
         total[cell] += float(x.exact) - float(y.exact)
         count[cell] += 1
     middle = [column[p] for p in middle_positions(positions)]
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(len(draw_ids), size=(resamples, len(draw_ids)))
+    picks = resample_draws(len(draw_ids), resamples, seed)
 
     def summary(diff_sum: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Mean difference per position, and over the middle positions (last column), in points."""
@@ -88,6 +85,6 @@ def logprob_bootstrap(a: Sequence[ScoreRow], b: Sequence[ScoreRow], *, positions
     for x, y in pairs:
         sums[index[x.draw]] += x.logprob - y.logprob
         counts[index[x.draw]] += 1
-    picks = np.random.default_rng(seed).integers(len(draws), size=(resamples, len(draws)))
+    picks = resample_draws(len(draws), resamples, seed)
     low, high = np.percentile(sums[picks].sum(1) / counts[picks].sum(1), [2.5, 97.5])
     return Interval(float(sums.sum() / counts.sum()), float(low), float(high))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..registries import EXECUTORS
+from ..registry import EXECUTORS
 from .base import SampleSet, Executor, GradientJob, Job, Rows, Worker, encode_splits
 
 

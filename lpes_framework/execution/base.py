@@ -19,8 +19,8 @@ from tqdm.auto import tqdm
 
 from ..errors import LpesError
 from ..position import apply_layer_scaling
-from ..registries import SCORERS
-from ..evaluation.results import ScoreRow
+from ..registry import SCORERS
+from ..scoring.base import ScoreRow
 from ..tasks import Task
 
 Rows = dict[str, list[ScoreRow]]
@@ -30,7 +30,7 @@ class Job(NamedTuple):
     """One factor schedule scored on one named sample set: a split, or (evaluate, resumed with more
     samples) the part of a split that is still to score."""
 
-    samples: str
+    sample_set: str
     factors: Sequence[float] | None  # None: the unpatched model
     scheme: dict | None
 
@@ -162,32 +162,28 @@ class Worker:
         return self._schemes[key]
 
     def curve(self, cfg: dict, scheme_cfg: dict):
-        """The curve of ``cfg``, one per wavelength band of the scheme ``scheme_cfg``."""
-        from ..position.bands import band_count
+        """The curve of ``cfg``, one per wavelength band of the scheme ``scheme_cfg`` (its ``n_bands``, as
+        the search counts them)."""
         from ..position.curves import build_curve
 
-        bands = band_count(scheme_cfg)
-        key = repr((sorted(cfg.items()), bands))
+        n_bands = self.scheme(scheme_cfg).n_bands
+        key = repr((sorted(cfg.items()), n_bands))
         if key not in self._curves:
-            self._curves[key] = build_curve(cfg, self.info.n_layers, bands=bands)
+            self._curves[key] = build_curve(cfg, self.info.n_layers, n_bands=n_bands)
         return self._curves[key]
 
     def gradient(self, job: GradientJob):
         """The unpatched rows of the job's samples, then the objective and its gradient against them."""
-        from ..evaluation.fitness import FitnessWeights
-        from ..scoring.gradient import GradientResult, sample_coefficients, value_and_gradient
+        from ..evaluation.fitness import FitnessWeights, objective_coefficients
+        from ..scoring.gradient import GradientResult, value_and_gradient
 
         start = time.perf_counter()
         # a task of weight 0 (NSGA-II's perplexity objective) adds nothing to the objective: not scored
         minibatch = self.sample_sets[job.split].with_draws(job.draws, keep=lambda task: task.weight != 0)
         baseline = minibatch.rows(self.model, desc="minibatch")
         middle = time.perf_counter()
-        weights = FitnessWeights(**job.weights)
-        coefficients = {task: sample_coefficients({str(r.position) for r in rows},
-                                                  minibatch.tasks[task].weight * job.task_scales.get(task, 1.0),
-                                                  weights, job.per_position,
-                                                  minibatch.tasks[task].max_ratio)
-                        for task, rows in baseline.items()}
+        coefficients = objective_coefficients(baseline, minibatch.tasks, FitnessWeights(**job.weights),
+                                              job.per_position, job.task_scales)
         value, gradient, rows = value_and_gradient(
             self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve, job.scheme),
             self.scheme(job.scheme), batch_size=minibatch.batch_size, pad_id=minibatch.tokenizer.pad_token_id,
@@ -195,14 +191,14 @@ class Worker:
         return GradientResult(value=value, gradient=gradient.tolist(), rows=rows, baseline=baseline,
                               seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle})
 
-    def rows(self, samples: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
-        """Per-sample rows of one job (the sample set named ``samples``, patched with ``factors`` unless
+    def rows(self, sample_set: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
+        """Per-sample rows of one job (the sample set named ``sample_set``, patched with ``factors`` unless
         None), and the seconds it took here."""
         start = time.perf_counter()
         patch = nullcontext() if factors is None else apply_layer_scaling(self.model, list(factors),
                                                                            self.scheme(scheme_cfg))
         with patch:
-            rows = self.sample_sets[samples].rows(self.model, desc=desc)
+            rows = self.sample_sets[sample_set].rows(self.model, desc=desc)
         return rows, time.perf_counter() - start
 
 

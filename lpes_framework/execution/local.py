@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from ..registries import EXECUTORS
+from ..registry import EXECUTORS
 from .base import Executor, GradientJob, Job, Rows, Worker
 
 
@@ -19,8 +19,8 @@ class LocalExecutor(Executor):
         self.info = self.worker.info
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
-        for samples, factors, scheme in jobs:
-            yield self.worker.rows(samples, factors, scheme, desc=desc)
+        for sample_set, factors, scheme in jobs:
+            yield self.worker.rows(sample_set, factors, scheme, desc=desc)
 
     def gradient(self, job: GradientJob):
         return self.worker.gradient(job)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..errors import LpesError
-from ..registries import EXECUTORS
+from ..registry import EXECUTORS
 from .base import Executor, GradientJob, Job, Rows, Worker
 
 

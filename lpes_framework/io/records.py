@@ -184,7 +184,7 @@ class Metrics(_Record):
 
 
 class FactorsFile(_Record):
-    """A factors file or preset beyond what ``model.factors.validate_record`` checks first (its factors and
+    """A factors file or preset beyond what ``model.factors_file.validate_record`` checks first (its factors and
     scheme): the blocks other commands read (the model's identity, the genome, the evidence)."""
     model: ModelBlock = ModelBlock()
     curve: dict | None = None
@@ -215,6 +215,8 @@ class OptimizerState(_Record):
     x: list[Finite] | None = None
     m: list[Finite] | None = None
     v: list[Annotated[float, Field(ge=0.0, allow_inf_nan=False)]] | None = None
+    scored: bool | None = None
+    scored_fitness: float | None = None
 
 
 class Checkpoint(_Record):

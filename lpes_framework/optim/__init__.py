@@ -1,6 +1,6 @@
 """Optimizers: ask/tell search algorithms with checkpointable state, one module per optimizer (see ``base``)."""
 
-from ..registries import OPTIMIZERS
+from ..registry import OPTIMIZERS
 from .base import Optimizer, genome_key
 
 

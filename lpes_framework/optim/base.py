@@ -1,19 +1,48 @@
 """The optimizer interface every search algorithm implements: ask / tell, plus a JSON-able state.
 
-``ask()`` returns the genomes of the next generation that still need a score; ``tell()`` gives back
-one ``Outcome`` per genome. The search loop checkpoints ``state_dict()`` after every ``tell`` and a
-resumed run restores it with ``load_state_dict`` before asking again: optimizers draw all randomness
-from their own generator, whose state is part of the checkpoint, so a resumed run asks exactly the
-genomes the killed one would have asked.
+``ask()`` returns the evaluations the optimizer wants next; ``tell(asked, answers)`` gives back one
+answer per request, in order. A request is either a genome, to be scored on the fixed search split
+(answered with its ``Outcome``), or a ``GradientRequest``: the search objective of a genome on a fresh
+minibatch and its gradient (answered with a ``Gradient``; only optimizers with ``needs_gradient`` ask
+for those, and the search then checks the scheme and curve are differentiable before any weights load).
+The search runs one loop for every optimizer: ask, evaluate, tell, checkpoint, and writes a progress
+entry (``progress()``) whenever ``generation`` (a GA generation, an Adam step) moved on.
+
+The search checkpoints ``state_dict()`` after every ``tell`` and a resumed run restores it with
+``load_state_dict`` before asking again: optimizers draw all randomness from their own generator, whose
+state is part of the checkpoint, so a resumed run asks exactly what the killed one would have asked.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..position.curves import Curve
 from ..errors import LpesError
 from ..evaluation.fitness import Outcome
+
+
+@dataclass(frozen=True, eq=False)
+class GradientRequest:
+    """The search objective of ``genome`` on minibatch draws ``draws`` of the search split (numbered from
+    the first draw after the fixed split's, so minibatches never reuse the haystacks every candidate is
+    scored on) and its gradient with respect to the genes. ``step`` (restart, step) names it in the
+    evaluation log."""
+
+    genome: np.ndarray
+    draws: tuple[int, ...]
+    step: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Gradient:
+    """The answer to a ``GradientRequest``."""
+
+    value: float
+    gradient: list[float]  # d value / d genes
 
 
 def genome_key(genome) -> tuple:
@@ -44,13 +73,21 @@ class Optimizer:
         population = getattr(self, "population", None)
         return None if population is None else population * self.generations
 
-    def ask(self) -> list[np.ndarray]:
+    def ask(self) -> list:
+        """The next requests: genomes (and, for an optimizer with ``needs_gradient``, ``GradientRequest``s)."""
         raise NotImplementedError
 
-    def tell(self, genomes, outcomes: list[Outcome]) -> None:
-        for g, o in zip(genomes, outcomes):
+    def tell(self, asked: list, answers: list) -> None:
+        for g, o in zip(asked, answers):
             self.history[genome_key(g)] = (list(map(float, g)), o)
         self.generation += 1
+
+    def progress(self, answers: list) -> dict:
+        """The progress entry written after a ``tell`` that moved ``generation`` on (``answers``: its)."""
+        _, best = self.best()
+        finite = [o.fitness for o in answers if math.isfinite(o.fitness)]
+        return {"generation": self.generation, "evaluated": len(answers), "best_fitness": best.fitness,
+                "mean_fitness": float(np.mean(finite)) if finite else math.nan}
 
     def best(self) -> tuple[np.ndarray, Outcome]:
         if not self.history:

@@ -1,12 +1,12 @@
 """Gradient ascent on the genes: Adam in log space, projected onto the curve's bounds.
 
-Unlike the ask/tell optimizers, this one needs gradients: each step asks the executor for the objective
-of the current genes on a fresh minibatch of search-split contexts and its gradient (``GradientJob``,
-``scoring.gradient``). Minibatch draws start after the draws of the fixed search split and never
-repeat, so the search does not overfit a fixed set of haystacks. The genes are ``exp(x)``: Adam moves
+Each step asks (``GradientRequest``, see ``optim.base``) for the objective of the current genes on a
+fresh minibatch of search-split contexts and its gradient (``scoring.gradient``). Minibatch draws start
+after the draws of the fixed search split and never repeat, so the search does not overfit a fixed set
+of haystacks. The genes are ``exp(x)``: Adam moves
 ``x``, which makes a step a relative change of a factor, and a projection clamps ``x`` to
-``[log low, log high]``. Every ``eval_every`` steps (and after the last) the current genes are scored on
-the fixed search split without gradients like any GA candidate: those scores are the ``history`` that
+``[log low, log high]``. Every ``eval_every`` steps (and after the last) it asks for the current genes
+scored on the fixed search split without gradients, like any GA candidate: those scores are the ``history`` that
 validation, the report and ``status`` read, and what progress is judged on (the minibatch objective
 swings with the haystacks drawn).
 
@@ -14,7 +14,9 @@ swings with the haystacks drawn).
 overshoots: on Qwen2.5-0.5B the fixed-split fitness rose for 20 steps and fell back over the next 20).
 ``restarts`` > 1 runs Adam again from the start point perturbed by ``restart_sigma`` (log space), with
 fresh Adam moments; the data cursor runs on. Everything that decides the next step is in
-``state_dict`` (genes, moments, step, restart, cursor, generator), so a killed run resumes exactly.
+``state_dict`` (genes, moments, step, restart, cursor, whether the current genes were scored, generator),
+so a killed run resumes exactly. The start (``start``: a factor, a factors file or a preset) is resolved
+when the optimizer is built, before any weights load.
 """
 
 from __future__ import annotations
@@ -23,10 +25,9 @@ import math
 
 import numpy as np
 
-from ..errors import LpesError
-from ..evaluation.fitness import Outcome
-from ..registries import OPTIMIZERS
-from .base import Optimizer, genome_key
+from ..errors import LpesError, is_number
+from ..registry import OPTIMIZERS
+from .base import Gradient, GradientRequest, Optimizer, genome_key
 
 
 def start_genes(start, curve) -> np.ndarray:
@@ -37,7 +38,7 @@ def start_genes(start, curve) -> np.ndarray:
         return curve.uniform(float(start))
     if not isinstance(start, str):
         raise LpesError(f"gradient: start must be a factor (e.g. 1.0) or a factors file / preset name, got {start!r}")
-    from ..model.factors import load_factors
+    from ..model.factors_file import load_factors
 
     record = load_factors(start)
     factors = record["factors"]
@@ -52,7 +53,7 @@ SCHEDULES = ("constant", "cosine")
 
 
 def _positive(name: str, value, integer: bool = False):
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    ok = is_number(value) and value > 0
     if not ok or (integer and int(value) != value):
         kind = "a positive integer" if integer else "a positive finite number"
         raise LpesError(f"gradient: {name} must be {kind}, got {value!r}")
@@ -94,13 +95,14 @@ class GradientAscent(Optimizer):
         self.restart = 0
         self.step = 0  # steps taken in this restart
         self.cursor = 0  # minibatch draws used so far (all restarts)
-        self.x = np.zeros(curve.n_genes)  # set by begin()
-        self.m = np.zeros(curve.n_genes)
-        self.v = np.zeros(curve.n_genes)
+        self.scored = False  # the current genes' fixed-split score is in (when one is due)
+        self.scored_fitness = math.nan  # the latest fixed-split fitness
+        self.objective = math.nan  # the latest minibatch objective
+        self._begin(start_genes(self.start, curve))
 
-    def begin(self, start_genes: np.ndarray) -> None:
-        """Place restart 0 at ``start_genes`` (resolved by the search from ``start``)."""
-        genes = np.asarray(start_genes, dtype=float)
+    def _begin(self, genes: np.ndarray) -> None:
+        """Place restart 0 at ``genes``."""
+        genes = np.asarray(genes, dtype=float)
         if genes.shape != (self.curve.n_genes,) or not np.all(np.isfinite(genes)) or np.any(genes <= 0):
             raise LpesError(f"gradient: the start needs {self.curve.n_genes} finite positive genes, got {genes.tolist()}")
         outside = (genes < self.curve.low - 1e-12) | (genes > self.curve.high + 1e-12)
@@ -115,6 +117,7 @@ class GradientAscent(Optimizer):
         self.m = np.zeros_like(self.x)
         self.v = np.zeros_like(self.x)
         self.step = 0
+        self.scored = False
 
     @property
     def done(self) -> bool:
@@ -126,19 +129,27 @@ class GradientAscent(Optimizer):
     def genes(self) -> np.ndarray:
         return np.exp(self.x)
 
-    def scoring_due(self) -> bool:
-        """The current genes are to be scored on the fixed search split (every ``eval_every`` steps and at
-        the end of a restart)."""
-        return self.step % self.eval_every == 0 or self.step == self.steps
+    def ask(self) -> list:
+        """The current genes scored on the fixed split where a score is due (every ``eval_every`` steps and
+        at the end of a restart), else one step's minibatch gradient."""
+        if self.done:
+            return []
+        due = self.step % self.eval_every == 0 or self.step == self.steps
+        if due and not self.scored:
+            return [self.genes()]
+        draws = tuple(range(self.cursor, self.cursor + self.contexts_per_step))
+        return [GradientRequest(self.genes(), draws, (self.restart, self.step))]
 
-    @property
-    def restart_over(self) -> bool:
-        return self.step >= self.steps
-
-    def next_draws(self, first: int) -> list[int]:
-        """The next minibatch's draws: ``contexts_per_step`` unseen ones from draw ``first`` on."""
-        start = first + self.cursor
-        return list(range(start, start + self.contexts_per_step))
+    def tell(self, asked: list, answers: list) -> None:
+        (request,), (answer,) = asked, answers
+        if isinstance(answer, Gradient):
+            self.objective = answer.value
+            self._update(answer.gradient)
+            return
+        self.history[genome_key(request)] = (list(map(float, request)), answer)
+        self.scored, self.scored_fitness = True, answer.fitness
+        if self.step >= self.steps:
+            self._next_restart()
 
     def step_size(self) -> float:
         """The step size of the next step of this restart."""
@@ -146,7 +157,7 @@ class GradientAscent(Optimizer):
             return self.lr
         return self.lr_min + 0.5 * (self.lr - self.lr_min) * (1 + math.cos(math.pi * self.step / self.steps))
 
-    def update(self, gradient) -> None:
+    def _update(self, gradient) -> None:
         """One Adam step up the objective, given d objective / d genes at ``genes()``."""
         g = np.asarray(gradient, dtype=float)
         if g.shape != self.x.shape or not np.all(np.isfinite(g)):
@@ -161,26 +172,31 @@ class GradientAscent(Optimizer):
         self.step = t
         self.cursor += self.contexts_per_step
         self.generation += 1
+        self.scored = False
 
-    def next_restart(self) -> None:
+    def _next_restart(self) -> None:
         self.restart += 1
         if not self.done:
             self._place(self.origin + self.rng.normal(0.0, self.restart_sigma, self.origin.size))
 
-    def observe(self, genes, outcome: Outcome) -> None:
-        """A fixed-split score of ``genes`` (what validation picks from)."""
-        self.history[genome_key(genes)] = (list(map(float, genes)), outcome)
-
-    def ask(self):
-        raise LpesError("optimizer=gradient takes gradients, not ask/tell: the search drives it with GradientJobs")
+    def progress(self, answers: list) -> dict:
+        _, best = self.best()
+        return {"step": self.generation, "objective": self.objective, "scored_fitness": self.scored_fitness,
+                "best_fitness": best.fitness}
 
     def state_dict(self) -> dict:
         return super().state_dict() | {
             "restart": self.restart, "step": self.step, "cursor": self.cursor, "origin": self.origin.tolist(),
-            "x": self.x.tolist(), "m": self.m.tolist(), "v": self.v.tolist()}
+            "x": self.x.tolist(), "m": self.m.tolist(), "v": self.v.tolist(), "scored": self.scored,
+            "scored_fitness": self.scored_fitness}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
         self.restart, self.step, self.cursor = state["restart"], state["step"], state["cursor"]
         self.origin = np.array(state["origin"])
         self.x, self.m, self.v = (np.array(state[k]) for k in ("x", "m", "v"))
+        # checkpoints written before these keys are written after a step (or a restart), when the current
+        # genes are not yet scored; the score itself is then re-asked from the evaluation log
+        self.scored = bool(state.get("scored", False))
+        fitness = state.get("scored_fitness")
+        self.scored_fitness = math.nan if fitness is None else float(fitness)

@@ -14,11 +14,12 @@ from pymoo.core.evaluator import Evaluator
 from pymoo.core.problem import Problem
 from pymoo.core.repair import Repair
 from pymoo.core.termination import NoTermination
+from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from pymoo.problems.static import StaticProblem
 
 from ..errors import LpesError
 from ..evaluation.fitness import Outcome
-from ..registries import OPTIMIZERS
+from ..registry import OPTIMIZERS
 from .base import Optimizer, genome_key
 
 
@@ -31,6 +32,13 @@ class CurveRepair(Repair):
 
     def _do(self, problem, X, **kwargs):
         return np.stack([self.curve.repair(x) for x in X])
+
+
+def _objectives(outcomes: list[Outcome]) -> np.ndarray:
+    """pymoo's minimised objectives: -retrieval and perplexity; a broken candidate's are dominated by all."""
+    F = np.array([[-o.retrieval, o.perplexity] for o in outcomes], dtype=float)
+    F[~np.isfinite(F)] = 1e9
+    return F
 
 
 @OPTIMIZERS.plugin
@@ -57,19 +65,18 @@ class NSGA2Search(Optimizer):
         super().tell(genomes, outcomes)
 
     def _tell_algorithm(self, outcomes: list[Outcome]) -> None:
-        F = np.array([[-o.retrieval, o.perplexity] for o in outcomes], dtype=float)
-        F[~np.isfinite(F)] = 1e9  # a broken candidate is dominated by everything
-        Evaluator().eval(StaticProblem(self.problem, F=F), self._pending)
+        Evaluator().eval(StaticProblem(self.problem, F=_objectives(outcomes)), self._pending)
         self.algorithm.tell(infills=self._pending)
         self._pending = None
 
     def front(self) -> list[tuple[list[float], Outcome]]:
-        """Non-dominated evaluated genomes, by perplexity."""
+        """Non-dominated evaluated genomes (pymoo's sort, on the objectives the algorithm is told), by
+        perplexity."""
         items = list(self.history.values())
-        front = [(g, o) for g, o in items
-                 if not any(p.retrieval >= o.retrieval and p.perplexity <= o.perplexity
-                            and (p.retrieval > o.retrieval or p.perplexity < o.perplexity) for _, p in items)]
-        return sorted(front, key=lambda item: item[1].perplexity)
+        if not items:
+            return []
+        front = NonDominatedSorting().do(_objectives([o for _, o in items]), only_non_dominated_front=True)
+        return sorted((items[i] for i in front), key=lambda item: item[1].perplexity)
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LpesError
-from ..registries import OPTIMIZERS
+from ..registry import OPTIMIZERS
 from .base import Optimizer
 
 

@@ -2,7 +2,7 @@
 
 from .patch import (LayerScaling, PatchHandle, TracedScaling, apply_layer_scaling, layer_specs, rope_layout, rotary_tables,
                     validate_factors)
-from ..registries import SCHEMES
+from ..registry import SCHEMES
 from .schemes import (RopeSpec, Scheme, build_scheme, check_scheme_for, fixed_table, is_identity, require_gradient,
                       wavelength_ramp)
 from .schemes.ntk import ntk_alpha

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..errors import LpesError
+from ..errors import LpesError, is_number
 
 
 def check_bands(bands) -> tuple[float, ...]:
@@ -33,7 +33,7 @@ def check_bands(bands) -> tuple[float, ...]:
         raise LpesError(f"bands must be a non-empty list of wavelengths in tokens, e.g. [64, 1024]; got {bands!r}")
     values = []
     for b in bands:
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not math.isfinite(b) or b <= 0:
+        if not is_number(b) or b <= 0:
             raise LpesError(f"bands must be positive finite wavelengths in tokens, got {list(bands)!r}")
         values.append(float(b))
     if any(a >= b for a, b in zip(values, values[1:])):

@@ -24,7 +24,7 @@ def _factor_text(factor) -> str:
 class SearchSummary:
     model: str
     settings: dict  # scheme, curve, optimizer configs, shown as they were given
-    log: list[dict]  # one entry per generation: evaluated, best_fitness, mean_fitness
+    log: list[dict]  # the optimizer's progress entries (``Optimizer.progress``): per generation or Adam step
     factors: list  # the chosen schedule (a list of band values per layer when band-wise)
     uniform_name: str
     uniform: float
@@ -41,7 +41,7 @@ class SearchSummary:
 
 def write_artifacts(out: Path, s: SearchSummary) -> None:
     plot_factors({"found": s.factors, s.uniform_name: [s.uniform] * len(s.factors)}, out / "factors.png")
-    plot_progress([e["best_fitness"] for e in s.log], [e["mean_fitness"] for e in s.log], out / "progress.png")
+    plot_progress(s.log, out / "progress.png")
     middle = {task: per["middle"] for task, per in s.test.intervals["found - unpatched"].items()}
     subtitle = "; ".join(f"{task} middle, found - unpatched: {i} points" for task, i in middle.items())
     plot_by_position(s.test.scores, out / "by_position.png", title=f"{s.model}: held-out test split\n{subtitle}")
@@ -54,7 +54,8 @@ def write_artifacts(out: Path, s: SearchSummary) -> None:
 def report(s: SearchSummary) -> str:
     lines = [f"# LPES search report: {s.model}", ""]
     lines += [f"- {key}: `{value}`" for key, value in s.settings.items()]
-    lines += [f"- evaluations: {sum(e['evaluated'] for e in s.log)} candidates over {len(s.log)} generations",
+    unit = "Adam steps" if s.log and "step" in s.log[0] else "generations"
+    lines += [f"- evaluations: {len(s.history)} candidates scored on the search split over {len(s.log)} {unit}",
               f"- best search fitness: {s.best.fitness:.4f} (0 = unpatched)", "",
               "## Found factors", "", "`" + ", ".join(map(_factor_text, factors_json(s.factors))) + "`", "",
               "![factors](factors.png) ![progress](progress.png)", "",

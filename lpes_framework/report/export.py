@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from ..errors import LpesError
-from ..model.factors import save_patched
+from ..model.factors_file import save_patched
 from ..position import fixed_table, rope_layout
 from .plots import plot_factors
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib
-import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -76,11 +75,17 @@ def plot_factors(curves: Mapping[str, Sequence], path: Path, title: str = "facto
     return _save(fig, ax, path)
 
 
-def plot_progress(best: Sequence[float], mean: Sequence[float], path: Path) -> Path:
+def plot_progress(log: Sequence[Mapping], path: Path) -> Path:
+    """Best-so-far search fitness per generation, with the generation's mean; for gradient steps (entries
+    with ``step``), with the latest fixed-split score of the current genes."""
+    steps = bool(log) and "step" in log[0]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(best, marker="o", label="best so far")
-    ax.plot(mean, marker=".", label="generation mean")
-    ax.set(xlabel="generation", ylabel="fitness", title="search progress")
+    ax.plot([e["best_fitness"] for e in log], marker="o", label="best so far")
+    if steps:
+        ax.plot([e["scored_fitness"] for e in log], marker=".", label="current genes (latest search-split score)")
+    else:
+        ax.plot([e["mean_fitness"] for e in log], marker=".", label="generation mean")
+    ax.set(xlabel="Adam step" if steps else "generation", ylabel="fitness", title="search progress")
     return _save(fig, ax, path)
 
 

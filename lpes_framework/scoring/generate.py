@@ -9,10 +9,10 @@ import torch
 
 from ..errors import LpesError
 from ..tasks.metrics import answer_found
-from ..registries import SCORERS
-from ..evaluation.results import ScoreRow
+from ..registry import SCORERS
+from .base import ScoreRow
 from ..tasks.base import Encoded
-from . import chunks, device_of, expanded, group_samples, left_pad, prefix_cache
+from ._batching import chunks, device_of, expanded, group_samples, left_pad, prefix_cache
 from .teacher_forced import score_teacher_forced
 
 

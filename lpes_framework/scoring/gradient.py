@@ -33,7 +33,6 @@ is carried to the genes once at the end.
 
 from __future__ import annotations
 
-import math
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -42,9 +41,9 @@ import numpy as np
 import torch
 
 from ..errors import LpesError
-from ..evaluation.results import ScoreRow
-from ..tasks.base import WHOLE_TEXT, Encoded
-from . import score_row
+from .base import ScoreRow
+from ..tasks.base import Encoded
+from ._batching import score_row
 from .teacher_forced import answer_units
 
 
@@ -73,26 +72,6 @@ class GradientResult:
                               gradient=np.sum([p.gradient for p in parts], axis=0).tolist(),
                               rows=joined("rows"), baseline=joined("baseline"),
                               seconds={k: max(p.seconds.get(k, 0.0) for p in parts) for k in ("baseline", "gradient")})
-
-
-def sample_coefficients(labels, task_weight: float, weights, per_position: int,
-                        max_ratio: float | None = None) -> dict[str, tuple[float, float, float]]:
-    """Per gold position label: (coefficient of lp - lp0, coefficient of the guard max(0, lp0 - lp - slack),
-    slack). Depth weights and end positions are the fitness's own. A whole-text task (perplexity: one label)
-    has its log-prob change rewarded, or, with a ``max_ratio`` guard, only a loss past log(max_ratio) is
-    penalised, by ``end_penalty`` (the fitness's guard, per window as the end guard is per sample)."""
-    from ..evaluation.fitness import depth_weights, end_positions
-
-    scale = task_weight / per_position
-    if max_ratio is not None:
-        return {p: (0.0, scale * weights.end_penalty, math.log(max_ratio)) for p in labels}
-    scale *= weights.logprob_weight
-    if list(labels) == [WHOLE_TEXT]:
-        return {WHOLE_TEXT: (scale, 0.0, 0.0)}
-    w = depth_weights(labels, weights)
-    norm = sum(w.values())
-    ends = end_positions(labels)
-    return {p: (scale * wp / norm, scale * weights.end_penalty if p in ends else 0.0, 0.0) for p, wp in w.items()}
 
 
 class checkpointed_layers:

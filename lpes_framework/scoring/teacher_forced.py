@@ -7,10 +7,10 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..registries import SCORERS
-from ..evaluation.results import ScoreRow
+from ..registry import SCORERS
+from .base import ScoreRow
 from ..tasks.base import Encoded
-from . import answer_columns, answer_scores, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, score_row, suffix_inputs
+from ._batching import answer_columns, answer_scores, chunks, device_of, expanded, group_samples, left_pad, prefix_cache, score_row, suffix_inputs
 
 
 def answer_units(model, items: Sequence[Encoded], *, batch_size: int, pad_id: int, share_prefix: bool):

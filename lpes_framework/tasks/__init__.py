@@ -1,6 +1,6 @@
 """Tasks: deterministic sample generators labelled by gold position, one module per task (see ``base``)."""
 
-from ..registries import TASKS
+from ..registry import TASKS
 from ._haystack import FILLER
 from .base import SPLITS, Encoded, Sample, Task
 

@@ -12,13 +12,12 @@ compared on the same material: each draw builds one context and asks about every
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import LpesError
+from ..errors import LpesError, is_number
 from .metrics import answer_found
 
 SPLITS = ("search", "test", "validation")
@@ -93,7 +92,7 @@ class Task:
                                      ("max_new_tokens", max_new_tokens, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise LpesError(f"{self.name}: {option} must be a whole number >= {least}, got {value!r}")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+        if not is_number(weight):
             raise LpesError(f"{self.name}: weight must be a finite number, got {weight!r}")
         if chat_template not in ("auto", True, False):
             raise LpesError(f"{self.name}: chat_template must be auto, true or false, got {chat_template!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LpesError
-from ..registries import TASKS
+from ..registry import TASKS
 from ._ruler import RulerTask, word_list
 from .base import Sample
 

@@ -11,7 +11,7 @@ import numpy as np
 from scipy.special import zeta
 
 from ..errors import LpesError
-from ..registries import TASKS
+from ..registry import TASKS
 from ._ruler import RulerTask, distinct, random_letters
 from .base import Sample
 

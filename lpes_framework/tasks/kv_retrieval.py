@@ -13,7 +13,7 @@ import json
 import uuid
 
 from ..errors import LpesError
-from ..registries import TASKS
+from ..registry import TASKS
 from .base import Sample, Task, check_layout, check_positions, file_stamp, read_jsonl, rng_for, split_records
 
 PROMPT = ("Extract the value corresponding to the specified key in the JSON object below.\n\n"

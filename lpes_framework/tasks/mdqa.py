@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import LpesError
 from .metrics import best_subspan_em
-from ..registries import TASKS
+from ..registry import TASKS
 from .base import Sample, Task, check_positions, file_stamp, read_jsonl, split_records
 
 PROMPT = ("Write a high-quality answer for the given question using only the provided search results "

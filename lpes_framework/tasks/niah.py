@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import LpesError
-from ..registries import TASKS
+from ..registry import TASKS
 from ._haystack import NIAH_WORDS, _Haystack
 
 NIAH_NEEDLE = "One of the special magic numbers for {key} is: {value}. "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..registries import TASKS
+from ..registry import TASKS
 from ._haystack import NIAH_WORDS, _Haystack
 
 PASSKEY_NEEDLE = "The pass key is {key}. Remember it. {key} is the pass key. "

@@ -18,7 +18,7 @@ import sysconfig
 from pathlib import Path
 
 from ..errors import LpesError
-from ..registries import TASKS
+from ..registry import TASKS
 from .base import WHOLE_TEXT
 from .base import Encoded, Sample, Task, file_stamp, split_records
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LpesError
-from ..registries import TASKS
+from ..registry import TASKS
 from ._haystack import _depths, placed
 from ._ruler import (DEPTH_GRID, HAYSTACKS, NEEDLE_TYPES, NOISE, RulerTask, boundary, check_choice, distinct,
                      essay_start, essay_words, random_needle, sentences)

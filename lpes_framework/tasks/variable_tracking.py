@@ -10,7 +10,7 @@ distinct across chains (RULER may repeat one, which makes the answer ambiguous).
 from __future__ import annotations
 
 from ..errors import LpesError
-from ..registries import TASKS
+from ..registry import TASKS
 from ._haystack import _depths, placed
 from ._ruler import NOISE, RulerTask, distinct, random_letters
 from .base import Sample

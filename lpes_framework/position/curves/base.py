@@ -27,7 +27,7 @@ import torch
 
 from ...errors import LpesError
 from ..schemes import FACTOR_RANGE, straight_through
-from ...registries import CURVES
+from ...registry import CURVES
 
 _MONOTONE = (None, "increasing", "decreasing")
 
@@ -65,7 +65,7 @@ class Curve:
         if per_band < 1:
             raise LpesError(f"{self.name}: needs at least one gene, got {per_band}")
         # a band-wise curve is one curve per wavelength band, its genes band after band
-        self.n_layers, self.bands, self.n_genes = n_layers, bands, per_band * bands
+        self.n_layers, self.n_bands, self.n_genes = n_layers, bands, per_band * bands
         self.low, self.high, self.monotone = float(low), float(high), monotone
 
     def gene_count(self, n_layers: int) -> int:
@@ -84,7 +84,7 @@ class Curve:
 
     def repair(self, genome: Sequence[float]) -> np.ndarray:
         """The nearest valid genome: right length, finite, clipped to bounds, sorted if monotone."""
-        genes = np.clip(self._finite(genome), self.low, self.high).reshape(self.bands, -1)
+        genes = np.clip(self._finite(genome), self.low, self.high).reshape(self.n_bands, -1)
         if self.monotone == "increasing":
             genes = np.sort(genes, axis=1)
         elif self.monotone == "decreasing":
@@ -108,8 +108,8 @@ class Curve:
     def factors_tensor(self, genes: torch.Tensor) -> torch.Tensor:
         """Factors of an in-bounds genome (float64 tensor; traced genes give traced factors): shape
         (n_layers,), or (n_layers, bands) for a band-wise curve."""
-        columns = [self._band_factors(band) for band in genes.reshape(self.bands, -1).unbind()]
-        return columns[0] if self.bands == 1 else torch.stack(columns, dim=1)
+        columns = [self._band_factors(band) for band in genes.reshape(self.n_bands, -1).unbind()]
+        return columns[0] if self.n_bands == 1 else torch.stack(columns, dim=1)
 
     def _band_factors(self, genes: torch.Tensor) -> torch.Tensor:
         if self.monotone is not None:
@@ -130,12 +130,12 @@ class Curve:
         optimum), and where a gradient search over this curve starts from a factors file. A band-wise curve
         fits one factor per layer as the same factor in every band."""
         target = torch.tensor(np.asarray(factors, dtype=float))
-        shape = (self.n_layers,) if self.bands == 1 else (self.n_layers, self.bands)
-        if self.bands > 1 and tuple(target.shape) == (self.n_layers,):
+        shape = (self.n_layers,) if self.n_bands == 1 else (self.n_layers, self.n_bands)
+        if self.n_bands > 1 and tuple(target.shape) == (self.n_layers,):
             target = target[:, None].expand(shape)
         if tuple(target.shape) != shape:
             raise LpesError(f"{self.name}: cannot fit factors of shape {tuple(target.shape)} with a curve over "
-                            f"{self.n_layers} layers and {self.bands} band(s)")
+                            f"{self.n_layers} layers and {self.n_bands} band(s)")
         mean = float(np.clip(target.mean(), self.low, self.high))
         x = torch.full((self.n_genes,), mean, dtype=torch.float64, requires_grad=True)
         opt = torch.optim.LBFGS([x], max_iter=500, tolerance_grad=1e-12, tolerance_change=1e-15,
@@ -165,12 +165,13 @@ class Curve:
         return np.full(self.n_genes, self.low), np.full(self.n_genes, self.high)
 
     def settings(self) -> dict:
-        banded = {"bands": self.bands} if self.bands > 1 else {}
+        banded = {"bands": self.n_bands} if self.n_bands > 1 else {}
         return {"name": self.name, "n_genes": self.n_genes, "low": self.low, "high": self.high,
                 "monotone": self.monotone} | banded
 
 
-def build_curve(cfg, n_layers: int, bands: int = 1) -> Curve:
+def build_curve(cfg, n_layers: int, n_bands: int = 1) -> Curve:
     """The curve of ``cfg`` over ``n_layers``, one per wavelength band of the scheme (``scheme.n_bands``)."""
     # passed only when banded: a plugin curve written before bands existed still builds unbanded
-    return CURVES.build(cfg, n_layers=n_layers, **({"bands": bands} if bands > 1 else {}))
+    # ``bands`` is the curve's own option (recorded in factors files under that name)
+    return CURVES.build(cfg, n_layers=n_layers, **({"bands": n_bands} if n_bands > 1 else {}))

@@ -6,7 +6,7 @@ from math import comb
 
 import torch
 
-from ...registries import CURVES
+from ...registry import CURVES
 from .base import Curve
 
 

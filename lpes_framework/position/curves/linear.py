@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...registries import CURVES
+from ...registry import CURVES
 from .base import Curve
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ...registries import CURVES
+from ...registry import CURVES
 from .bezier import BezierCurve
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...registries import CURVES
+from ...registry import CURVES
 from .base import Curve
 
 

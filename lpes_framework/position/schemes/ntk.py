@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ...registries import SCHEMES
-from . import RopeSpec, as_factor, check_factor, is_one, scaled
+from ...registry import SCHEMES
+from .base import RopeSpec, as_factor, check_factor, is_one, scaled
 
 
 def ntk_alpha(factor, seq_len: int, max_position: int) -> torch.Tensor:

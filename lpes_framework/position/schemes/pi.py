@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...registries import SCHEMES
-from . import RopeSpec, as_factor, check_factor, is_one, scaled
+from ...registry import SCHEMES
+from .base import RopeSpec, as_factor, check_factor, is_one, scaled
 
 
 @SCHEMES.plugin

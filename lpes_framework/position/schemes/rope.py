@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...registries import SCHEMES
-from . import RopeSpec
+from ...registry import SCHEMES
+from .base import RopeSpec
 from .pi import pi
 
 

@@ -7,8 +7,8 @@ import math
 import torch
 
 from ...errors import LpesError
-from ...registries import SCHEMES
-from . import RopeSpec, as_factor, check_factor, straight_through, traced
+from ...registry import SCHEMES
+from .base import RopeSpec, as_factor, check_factor, straight_through, traced
 
 
 def yarn_mscale(scale: float) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...registries import LOGGERS
+from ...registry import LOGGERS
 from .base import Logger
 
 

@@ -1,6 +1,6 @@
 """No experiment logging (the default): the run directory's files are the record."""
 
-from ...registries import LOGGERS
+from ...registry import LOGGERS
 from .base import Logger
 
 

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from ...position.bands import factor_table
-from ...registries import LOGGERS
+from ...registry import LOGGERS
 from .base import Logger
 
 

@@ -23,7 +23,7 @@ from transformers.models.llama.modeling_llama import repeat_kv
 
 from lpes_framework.errors import LpesError
 from lpes_framework.position import build_scheme, rope_layout
-from lpes_framework.position.attention import AttentionPatch, band, content_free_ids, reading_rows
+from lpes_framework.position.attention_patch import AttentionPatch, content_free_ids, layer_span, reading_rows
 from lpes_framework.scoring import expanded
 
 
@@ -31,10 +31,10 @@ class FoundInTheMiddle:
     identity_at_one = False  # the calibration changes the model at factor 1
 
     def __init__(self, *, strength: float = 1.0, layers=(0.5, 1.0), keep_first: int = 4, base: str = "rope"):
-        band(layers, 1, "fim")  # checked now
+        layer_span(layers, 1, "fim")  # checked now
         if not 0 < strength <= 1 or keep_first < 0:  # strength 0 is the unpatched model under fim's name
             raise LpesError(f"fim: need 0 < strength <= 1 and keep_first >= 0, got {strength}, {keep_first}")
-        self.strength, self.band, self.keep_first = float(strength), layers, int(keep_first)
+        self.strength, self.layer_fractions, self.keep_first = float(strength), layers, int(keep_first)
         self.base = build_scheme({"name": base})  # an unknown base fails before any weights load
 
     def check_model(self, info) -> None:
@@ -77,7 +77,7 @@ class Calibration(AttentionPatch):
     def __init__(self, model, factors, scheme: FoundInTheMiddle):
         self.scheme = scheme
         super().__init__(model, factors, scheme.base)
-        self.layers = set(band(scheme.band, len(self._layers), "fim"))
+        self.layers = set(layer_span(scheme.layer_fractions, len(self._layers), "fim"))
         self._vocab = model.config.get_text_config().vocab_size
         self._prior: dict[int, torch.Tensor] = {}  # reading rows' attention over the dummy context, per layer
         self._recording = False

@@ -2,8 +2,8 @@
 
 What the paper's patch does, and how it is done here without copying an attention class:
 
-- In each layer of the band, the attention input ``h`` of the reading tokens (the last prompt token and
-  every token after it: ``lpes_framework.position.attention``) gets channel ``c`` times ``scale``; their
+- In each layer of its span (``layers``), the attention input ``h`` of the reading tokens (the last prompt token and
+  every token after it: ``lpes_framework.position.attention_patch``) gets channel ``c`` times ``scale``; their
   queries and every key they see come from that scaled input, values from the plain one. The keys of the
   context are the scaled ones too (the paper's patch stores scaled keys in the cache), but the context's
   own attention rows stay as they were, so the context's representation does not change.
@@ -20,7 +20,7 @@ from transformers.models.llama.modeling_llama import rotate_half  # the rotation
 
 from lpes_framework.errors import LpesError
 from lpes_framework.position import build_scheme, rope_layout
-from lpes_framework.position.attention import AttentionPatch, band, content_free_ids, reading_rows
+from lpes_framework.position.attention_patch import AttentionPatch, content_free_ids, layer_span, reading_rows
 
 from .channels import positional_channels
 
@@ -33,14 +33,14 @@ class PosScale:
 
     def __init__(self, *, scale: float = 0.5, layers=(0.3, 0.8), channels=None, top_k: int = 1,
                  calibration_tokens: int = 512, skip_tokens: int = 64, base: str = "rope"):
-        band(layers, 1, "posscale")  # checked now
+        layer_span(layers, 1, "posscale")  # checked now
         if top_k < 1 or skip_tokens < 0 or calibration_tokens - skip_tokens < 64:
             raise LpesError("posscale: need top_k >= 1 and calibration_tokens - skip_tokens >= 64")
         if scale == 1:  # the unpatched model under posscale's name (a negative scale flips the channel: allowed)
             raise LpesError(f"posscale: scale must be a number other than 1, got {scale}")
         if channels is not None and (not channels or any(int(c) < 0 for c in channels)):
             raise LpesError(f"posscale: channels must be null or non-negative indices, got {channels}")
-        self.scale, self.band = float(scale), layers
+        self.scale, self.layer_fractions = float(scale), layers
         self.channels = None if channels is None else [int(c) for c in channels]
         self.top_k, self.calibration_tokens, self.skip_tokens = top_k, calibration_tokens, skip_tokens
         self.base = build_scheme({"name": base})  # an unknown base fails before any weights load
@@ -87,7 +87,7 @@ class ChannelScaling(AttentionPatch):
         if max(self.channels) >= width:
             raise LpesError(f"posscale: channel {max(self.channels)} is beyond the hidden size {width}")
         super().__init__(model, factors, scheme.base)
-        self.layers = set(band(scheme.band, len(self._layers), "posscale"))
+        self.layers = set(layer_span(scheme.layer_fractions, len(self._layers), "posscale"))
         self._deltas: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # this forward's (query, key) deltas
         self._key_deltas: dict[int, torch.Tensor] = {}  # every cached token's key delta, per layer
         self._handles += [self._layers[idx].self_attn.register_forward_pre_hook(self._delta(idx), with_kwargs=True)

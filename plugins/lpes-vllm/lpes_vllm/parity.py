@@ -21,8 +21,9 @@ def folders(model: str, factors: str, out: Path) -> dict[str, Path]:
 
     from lpes_framework import apply_layer_scaling, build_scheme, save_patched
     from lpes_framework.config import compose_config
-    from lpes_framework.model.factors import load_checked
-    from lpes_framework.model.load import identify, load_model, load_tokenizer, save_dequantised
+    from lpes_framework.model.factors_file import load_checked
+    from lpes_framework.model.load import identify, load_model, load_tokenizer
+    from lpes_framework.model.cache import save_dequantised
     from lpes_framework.report.export import save_self_contained
 
     cfg = compose_config("config", [f"model={model}"]).model
@@ -129,7 +130,7 @@ def agreement(a: list[dict], b: list[dict]) -> tuple[float, float]:
 def ramp_file(model: str, out: Path) -> Path:
     """A factors file of the model's identity: NTK factors rising linearly from 1 to 1.5 over the layers."""
     from lpes_framework.config import compose_config
-    from lpes_framework.model.factors import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record, write_json_atomic
     from lpes_framework.model.load import identify
 
     info = identify(compose_config("config", [f"model={model}"]).model)

@@ -8,8 +8,8 @@ import torch
 from transformers import LlamaConfig
 
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors import factors_record
-from lpes_framework.model.load import model_info
+from lpes_framework.model.factors_file import factors_record
+from lpes_framework.model.info import model_info
 from lpes_framework.position import build_scheme, layer_specs, rotary_tables
 from lpes_vllm.tables import cos_sin_cache, hf_rotary, install
 
@@ -97,7 +97,7 @@ def test_what_cannot_be_served_is_refused_in_one_line():
 
 
 def test_a_scheme_with_its_own_attention_patch_is_refused(monkeypatch):
-    from lpes_framework.registries import SCHEMES
+    from lpes_framework.registry import SCHEMES
 
     class OwnPatch:
         def __init__(self):

@@ -133,7 +133,7 @@ def check_identity(record: dict, have, source: str, allow_foreign: bool = False)
 
 
 def apply_record(model, record: dict, source: str, allow_foreign: bool = False) -> LayerScaling:
-    from .load import identify_loaded
+    from .info import identify_loaded
 
     check_identity(record, identify_loaded(model), source, allow_foreign)
     return apply_layer_scaling(model, record["factors"], build_scheme(record["scheme"]))
@@ -163,7 +163,8 @@ def load_checked(path: str | os.PathLike, info, allow_foreign: bool = False) -> 
 
 def save_patched(model, handle: LayerScaling, path: str | os.PathLike, tokenizer=None) -> None:
     """``save_pretrained`` plus an ``lpes`` block in config.json (stock transformers ignores it)."""
-    from .load import identify_loaded, save_dequantised
+    from .info import identify_loaded
+    from .cache import save_dequantised
 
     identity = identify_loaded(model).as_dict()
     model.config.lpes = factors_record(model=identity, scheme=handle.scheme.config, factors=handle.factors)

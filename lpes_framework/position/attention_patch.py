@@ -37,7 +37,7 @@ def reading_rows(query: torch.Tensor, key: torch.Tensor) -> tuple[slice, int]:
     return (slice(None) if past else slice(-1, None)), past
 
 
-def band(fractions, n_layers: int, what: str) -> range:
+def layer_span(fractions, n_layers: int, what: str) -> range:
     """Decoder layers [start, end) from fractions of the depth (at least one layer)."""
     start, end = (float(v) for v in fractions)
     if not 0 <= start < end <= 1:

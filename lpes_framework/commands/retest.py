@@ -1,0 +1,97 @@
+"""``lpes retest``: a preset or factors file re-tested held out in the regime it was searched in (the
+file's run record, or the ``task`` block of presets made before it), on its model's test split: shared-prefix
+scoring, paired bootstrap intervals over haystacks (the file minus unpatched, minus each uniform scaling and
+minus each ``--versus`` file), and perplexity on held-out text (Python's bundled documentation), through the
+evaluate command's own code. With ``--out``, run again, it reuses the methods already scored there (a long
+run spans sessions), and with a larger ``--samples`` scores only the new haystacks."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from omegaconf import open_dict
+
+from ..errors import LpesError
+
+DEFAULT_PRESET = "qwen2.5-coder-0.5b"
+DEFAULT_MODEL = "qwen2.5-0.5b"
+
+
+def retest(preset: str, model: str, samples: int, split: str, threads: int, uniform: list[float] | None,
+           versus: list[str], out: Path | None, seed: int | None = None) -> tuple[dict, dict[str, str], str]:
+    """(evaluate payload, method name of each file, task name): ``preset`` re-tested in its own regime
+    next to the unpatched model, ``uniform`` factors and the ``versus`` files, with paired intervals of the
+    preset minus each; ``out`` keeps the evaluate outputs and reuses the methods already scored there.
+    ``seed`` draws the haystacks with another seed than the preset's search had (the seed picks the split's
+    haystacks): two searches run with different seeds are re-tested on the same ones that way."""
+    from ..config import compose_config
+    from ..evaluation.comparison import uniform_method_name
+    from ..model.choice import check_task_reads_no_files
+    from ..model.factors_file import load_factors
+    from ..compare.methods import file_method_names
+    from ..compare.run import run_evaluate
+
+    record = load_factors(preset)
+    run = record.get("run")  # the search's run record: its model and task; presets made before it, the task block
+    if run is None and "task" not in record:
+        raise LpesError(f"{preset} has no run record nor 'task' block: the regime to re-test it in is unknown")
+    if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block
+        uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
+    recorded_task = run["config"]["task"] if run else record["task"]
+    check_task_reads_no_files(recorded_task, preset)  # a received file never chooses what is read
+    task = recorded_task["name"]
+    cfg = compose_config("evaluate", [f"model={model}", f"task={task}", f"split={split}",
+                                      f"pos={record['scheme']['name']}",
+                                      f"threads={threads}", "progress=false", "resume=true",
+                                      f"methods.uniform=[{','.join(map(str, uniform))}]",
+                                      f"methods.factors_files=[{','.join([preset, *versus])}]",
+                                      "+task@extra_tasks.perplexity=perplexity"])
+    with open_dict(cfg):
+        if run:  # the model is --model's, never the record's: factors searched on another are refused by evaluate
+            cfg.task = run["config"]["task"]
+            cfg.seed = run["config"]["seed"] if seed is None else seed
+        else:
+            cfg.task.merge_with({k: v for k, v in record["task"].items() if k != "seed"})
+            if seed is not None:
+                cfg.seed = seed
+        cfg.pos.merge_with(record["scheme"])  # uniform scalings under the preset's own scheme
+        cfg.task.samples_per_position = samples
+        names = file_method_names([preset, *versus])
+        cfg.methods.compare_to = [uniform_method_name(record["scheme"]["name"], u) for u in uniform] + [
+            names[v] for v in versus]  # the preset minus each uniform and each other file
+    with tempfile.TemporaryDirectory() as tmp:
+        payload = run_evaluate(cfg, out or Path(tmp))
+    return payload, names, task
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lpes retest", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default=DEFAULT_PRESET, help="shipped preset name or factors file")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="model config group of a file without a run record")
+    parser.add_argument("--samples", type=int, default=60, help="haystacks per gold position (>= 60)")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--uniform", type=float, nargs="*", help="uniform factors to show alongside (default: the "
+                        "best uniform scaling the preset's search tested, if it records one)")
+    parser.add_argument("--versus", nargs="*", default=[], help="other factors files or presets to score alongside: "
+                        "the preset gets paired intervals against each (e.g. the shipped preset, for a new schedule)")
+    parser.add_argument("--out", type=Path, help="keep the evaluate outputs (results.json, plot, table) here; "
+                        "methods already scored there are reused")
+    parser.add_argument("--seed", type=int, help="draw the haystacks with this seed instead of the preset's search "
+                        "seed (to re-test searches run with different seeds on the same haystacks)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Re-test and print the evaluate table; returns (payload, method names, task) for the benchmark."""
+    from .cli import one_line_errors
+
+    args = parser().parse_args(argv)
+    return one_line_errors(retest)(args.preset, args.model, args.samples, args.split, args.threads, args.uniform,
+                                   args.versus, args.out, args.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The evaluate job: score the methods side by side on one split, by gold position, and write
+``results.json``, ``table.txt`` and ``by_position.png`` (``lpes evaluate`` is its command line).
+
+Each method's per-sample rows go to ``rows.jsonl`` as soon as it is scored (fsynced), so a long
+comparison killed half way keeps its finished methods: run it again in the same folder with
+``resume=true`` and only the missing ones are scored. Draw j of a task does not depend on how many are
+drawn, so a resume with more ``samples_per_position`` scores only the new draws of each finished method
+(60 haystacks per position grow to 100 at 40% of the cost), and one with fewer reuses a subset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from ..config import build_tasks, plain, prepare, scoring_regime, task_specs
+from ..errors import LpesError
+from ..evaluation.comparison import Comparison, format_intervals, format_lengths, format_table
+from ..evaluation.results import rows_from_json, rows_to_json, scores_to_json
+from ..execution import Job, encode_splits
+from ..execution.local import LocalExecutor
+from ..io.spec import KEY, RunSpec
+from ..io.store import JsonLog, RunLock, read_rows
+from ..model.factors_file import write_json_atomic
+from ..model.load import identify
+from ..position import build_scheme, check_scheme_for
+from ..report.plots import plot_by_position
+from .methods import interval_pairs, plan_methods
+from .rows import method_key, scored_before
+
+
+def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
+    """Score the methods (reusing ``out_dir``'s rows with ``resume``) and write results.json, the table and the
+    plot; returns results.json's payload plus ``rows``: each method's per-sample rows by task, the very rows
+    its scores were made from (a caller that analyses rows takes these, not a lookup by name)."""
+    prepare(cfg)
+    scheme_cfg = plain(cfg.pos)
+    scheme = build_scheme(scheme_cfg)
+    tasks = build_tasks(cfg)
+    info = identify(cfg.model)
+    check_scheme_for(scheme, info)
+    methods = plan_methods(cfg, scheme_cfg, info)
+    sample_sets = encode_splits(cfg, tasks, [cfg.split], info=info)  # prompts checked before any weights load
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spec = RunSpec(command="evaluate", config=plain(cfg), model=info.as_dict())
+    with RunLock(out_dir):
+        return _score_methods(cfg, out_dir, tasks, methods, sample_sets, spec)
+
+
+def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, sample_sets: dict,
+                   spec: RunSpec) -> dict:
+    log = JsonLog(out_dir / "rows.jsonl")
+    if log.exists() and not cfg.resume:
+        raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
+    prior = [(record["key"], rows_from_json(record["rows"])) for record in (read_rows(log.path) if cfg.resume else [])
+             if record.get("kind") != KEY]
+    log.repair()  # a line a kill cut short is dropped before this run's records follow
+    log.append(spec.record())  # each run's own record: a resume may score more samples or methods
+    jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
+    counts = {k: t.samples_per_position for k, t in tasks.items()}
+    regime = scoring_regime(cfg, tasks, cfg.split)
+    done = {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, regime, n))
+            for name, job in jobs.items()}
+    parts: dict[tuple, list[str]] = {}  # methods that miss the same draws: scored on one sample set of those
+    for name, rows in done.items():
+        scored = tuple(sorted((task, frozenset(r.draw for r in per)) for task, per in rows.items()))
+        parts.setdefault(scored, []).append(name)
+    todo = []
+    for i, (scored, names) in enumerate(parts.items()):
+        rest = sample_sets[cfg.split].without(dict(scored))
+        if rest.samples:
+            part = f"{cfg.split} part {i}" if scored else cfg.split  # the sample set's name
+            sample_sets[part] = rest
+            todo += [(part, name) for name in names]
+    executor = LocalExecutor(plain(cfg), task_specs(cfg), list(sample_sets), sample_sets=sample_sets)
+    info = executor.info
+    extended = sum(bool(done[name]) for _, name in todo)
+    note = f"; {len(jobs) - len(todo)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
+    print(info.line() + note + (f", {extended} extended: only their new samples scored" if extended else ""))
+    scoring = executor.run([Job(part, *jobs[name]) for part, name in todo], desc=cfg.split)
+    for (_, name), (rows, _) in zip(todo, scoring):
+        rows = {task: sorted(done[name].get(task, []) + rows.get(task, []), key=lambda r: r.draw) for task in counts}
+        log.append({"key": method_key(*jobs[name], regime, counts), "method": name, "rows": rows_to_json(rows)})
+        done[name] = rows
+    comparison = Comparison(done)
+    for a, b in interval_pairs(methods, cfg.methods.compare_to):
+        comparison.add_intervals(a, b, resamples=cfg.bootstrap_resamples, seed=int(cfg.seed))
+    results = comparison.scores
+    table = "\n".join(filter(None, [format_table(results), format_lengths(comparison), format_intervals(comparison)]))
+    print(table)
+    summary = comparison.as_json()
+    payload = {"model": info.as_dict(), "split": cfg.split, "scoring": cfg.scoring,
+               "tasks": {k: t.settings() for k, t in tasks.items()},
+               "methods": {name: {"factors": f, "scheme": s, "scores": scores_to_json(results[name])}
+                           for name, (f, s) in methods.items()},
+               "intervals": summary["intervals"], "by_length": summary["by_length"], "run": spec.as_json()}
+    write_json_atomic(out_dir / "results.json", payload)
+    plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
+    (out_dir / "table.txt").write_text(table + "\n")
+    print(f"wrote {out_dir / 'results.json'} and {out_dir / 'by_position.png'}")
+    return payload | {"rows": done}

@@ -1,0 +1,219 @@
+"""Position schemes: pure functions (rope spec, layer factor, sequence length) -> (inv_freq, attention scaling).
+
+One module per scheme (``@SCHEMES.plugin``); this module holds what they share and ``BoundScheme``, what
+``build_scheme`` makes of a registered function: the contract every caller relies on.
+
+Every scheme turns the model's own RoPE frequencies ``inv_freq`` (one per rotary dimension pair) into
+the frequencies one decoder layer uses. Dividing ``inv_freq`` by ``s`` is the same as showing the layer
+positions ``m / s``. Each scheme computes a per-dimension factor ``f_d``; the shared wavelength ramp
+``r_d`` in [0, 1] then decides how much of it each dimension takes::
+
+    inv_freq'_d = inv_freq_d / (1 + (f_d - 1) * r_d)
+
+``r_d = 1`` everywhere (the default) scales every dimension. With ``wavelength_low`` set, dimensions
+whose wavelength ``2*pi / inv_freq_d`` is at most ``wavelength_low`` tokens stay untouched (they encode
+local order; scaling them is what wrecks small models), dimensions at or above ``wavelength_high``
+take the full factor, and the ones between follow a linear ramp (YaRN's "by parts" idea, in tokens).
+Without ``wavelength_high`` the ramp is a step at ``wavelength_low``. A factor of exactly 1 returns the
+model's frequencies unchanged, so an all-ones schedule is bit-identical to the unpatched model.
+
+Factors may be floats or 0-d tensors that carry a gradient (the gradient optimizer's layer factors); under
+a config with ``bands``, also one number per wavelength band (``position.bands`` wraps the scheme).
+Both go through the same torch operations in float64 (``as_factor``), so a tensor gives bit-identical
+tables to the float it holds, and the frequencies are differentiable in the factor. Where a scheme
+returns the model's own frequencies at factor 1, a traced factor keeps the value and takes the
+formula's gradient (``straight_through``): the identity schedule's gradient is the real one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ...errors import LpesError
+from ..bands import banded, check_bands, model_band_check
+from ...registry import SCHEMES
+
+@dataclass(frozen=True, eq=False)
+class RopeSpec:
+    """What a scheme needs to know about one layer's RoPE (read off the model by ``patch.rope_layout``)."""
+
+    inv_freq: torch.Tensor  # the model's own frequencies, float32, shape (rotary_dim / 2,)
+    attention_scaling: float  # the model's own cos/sin multiplier (1.0 for plain RoPE)
+    max_position: int  # trained context length
+    rope_theta: float  # the base the frequencies come from (YaRN recomputes them from it, as transformers does)
+    key: str = "default"  # layer type: Gemma3 has 'sliding_attention' and 'full_attention'
+
+
+@dataclass(eq=False)
+class BoundScheme:
+    """A registered scheme function with its options bound: ``scheme(spec, layer factor, sequence length) ->
+    (inv_freq, attention scaling)``, and what the rest of the framework reads off a scheme.
+
+    The result may depend on the length only beyond ``spec.max_position`` (as dynamic NTK does): the
+    patch reuses one result for every length inside the trained window. A plugin whose scheme is not one
+    table per layer registers a class instead; its instances provide ``install(model, factors) -> handle``
+    and the same attributes (``identity_at_one`` and ``differentiable`` may be left out: False).
+    """
+
+    fn: Callable[..., "tuple[torch.Tensor, float]"]  # (spec, factor, seq_len) with the options bound
+    config: dict  # {name, **options}: what a saved model records to rebuild it
+    n_bands: int = 1  # numbers per layer factor (``position.bands``)
+    identity_at_one: bool = False  # factor 1 leaves the model's own tables (see ``is_identity``)
+    differentiable: bool = False  # tables carry a gradient w.r.t. a traced factor (``optimizer=gradient``)
+    check_model: Callable | None = field(default=None)  # refuses a model from its ``ModelInfo``, before loading
+
+    def __call__(self, spec: RopeSpec, factor, seq_len: int):
+        return self.fn(spec, factor, seq_len)
+
+
+Scheme = BoundScheme  # the type every patch function takes
+
+
+def wavelength_ramp(inv_freq: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    """Share of the factor each dimension takes: 0 below ``low`` tokens of wavelength, 1 above ``high``."""
+    if low is None:
+        if high is not None:
+            raise LpesError("wavelength_high needs wavelength_low")
+        return torch.ones_like(inv_freq)
+    if low <= 0 or (high is not None and high < low):
+        raise LpesError(f"need 0 < wavelength_low <= wavelength_high, got {low}, {high}")
+    wavelength = 2 * math.pi / inv_freq
+    if high is None or high == low:
+        return (wavelength > low).to(inv_freq.dtype)
+    return ((wavelength - low) / (high - low)).clamp(0.0, 1.0)
+
+
+def scaled(spec: RopeSpec, per_dim: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    ramp = wavelength_ramp(spec.inv_freq, low, high)
+    return spec.inv_freq / (1 + (per_dim - 1) * ramp)
+
+
+# Beyond these a factor is a typo, not a schedule: 1e300 passes "finite" and overflows the first forward.
+FACTOR_RANGE = (1e-6, 1e6)
+
+
+def check_factor(factor, what: str = "scaling factor") -> None:
+    """The one rule for a factor, wherever it comes from (a scheme option, a schedule, a file)."""
+    value = float(factor.detach()) if isinstance(factor, torch.Tensor) else float(factor)
+    low, high = FACTOR_RANGE
+    if not math.isfinite(value) or not low <= value <= high:
+        raise LpesError(f"{what} is {value}; factors must be finite and in [{low:g}, {high:g}]")
+
+
+def as_factor(factor) -> torch.Tensor:
+    """A factor as a float64 0-d tensor; a tensor keeps its graph (float64: what a Python float holds)."""
+    return factor.to(torch.float64) if isinstance(factor, torch.Tensor) else torch.tensor(float(factor), dtype=torch.float64)
+
+
+def traced(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.requires_grad
+
+
+def is_one(total: torch.Tensor) -> bool:
+    """Exactly 1 and not traced: the scheme may hand back the model's own frequencies as they are."""
+    return not traced(total) and total.item() == 1.0
+
+
+def straight_through(exact, formula):
+    """``exact``'s value with ``formula``'s gradient (``formula`` equals ``exact`` up to round-off)."""
+    if not traced(formula):
+        return exact
+    return exact + (formula - formula.detach())
+
+
+def build_scheme(cfg):
+    """A ``BoundScheme`` from ``{name: ..., **options}`` (or a plugin's own scheme object); options are
+    checked now, on a toy spec, before any model is loaded.
+
+    Registry entries are pure functions ``(spec, factor, seq_len, **options)``. A plugin may instead
+    register a class whose instances have ``install(model, factors) -> handle``: schemes that cannot be
+    expressed as one table per layer (head-wise Ms-PoE) bring their own patch that way.
+    """
+    cfg = dict(cfg)
+    bands = cfg.pop("bands", None)
+    if isinstance(SCHEMES.get(cfg["name"]), type):
+        if bands is not None:
+            raise LpesError(f"pos={cfg['name']} brings its own patch; bands apply to schemes of one table per layer")
+        scheme = SCHEMES.build(cfg)
+        scheme.n_bands = 1
+        scheme.config = cfg
+        return scheme
+    fn, options = SCHEMES.options(cfg, None, 1.0, 1)
+    scheme = BoundScheme(partial(fn, **options), cfg)
+    toy = RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0)
+    if bands is not None:
+        bands = check_bands(bands)
+        scheme.fn = banded(scheme.fn, bands, cfg["name"])
+        scheme.n_bands = len(bands) + 1
+        scheme.check_model = model_band_check(bands)
+        scheme(toy, [1.0 + 0.5 * b for b in range(scheme.n_bands)], 8)  # refuses a factor-dependent scaling now
+        cfg["bands"] = list(bands)
+    # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
+    scheme(toy, 1.5, 8)
+    # Options such as a global factor make factor 1 a real change; only the dry run can tell.
+    inv_freq, scaling = scheme(toy, 1.0, 8)
+    scheme.identity_at_one = torch.equal(inv_freq, toy.inv_freq) and scaling == toy.attention_scaling
+    scheme.differentiable = _differentiable(scheme, toy)
+    return scheme
+
+
+def _differentiable(scheme, toy: RopeSpec) -> bool:
+    """Whether the scheme's frequencies carry a gradient w.r.t. a traced factor (a plugin function that
+    turns the factor into a float does not)."""
+    factor = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    inv_freq, _ = scheme(toy, factor, 8)
+    return traced(inv_freq)
+
+
+def require_gradient(scheme) -> None:
+    """One line, before any weights load, for a scheme the gradient optimizer cannot drive."""
+    if not getattr(scheme, "differentiable", False):
+        name = getattr(scheme, "config", {}).get("name", type(scheme).__name__)
+        raise LpesError(f"pos={name} computes its tables without a gradient w.r.t. the layer factor; "
+                        "optimizer=gradient needs a differentiable scheme (rope, pi, ntk, yarn): use optimizer=ga")
+
+
+def fixed_table(scheme, spec: RopeSpec, factor, limit: int) -> tuple[torch.Tensor, float, int]:
+    """(inv_freq, scaling) of a layer as one fixed table, and the longest length up to ``limit`` it holds for.
+
+    The table is the scheme's at length 1: the factor as it acts on short inputs. A scheme whose result
+    changes with the length (dynamic NTK beyond the window, and inside it for factors below 1, where its
+    dynamic term rises above the factor) keeps that table only up to the length where it first changes
+    (found by bisection: the change is monotone in the length); an engine that serves one fixed table (vLLM,
+    an exported folder) must stop there."""
+    inv_freq, scaling = scheme(spec, factor, 1)
+
+    def same(length: int) -> bool:
+        other, other_scaling = scheme(spec, factor, length)
+        return torch.equal(other, inv_freq) and other_scaling == scaling
+
+    if same(limit):
+        return inv_freq, scaling, limit
+    low, high = 1, limit  # same(low), not same(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if same(mid) else (low, mid)
+    return inv_freq, scaling, low
+
+
+def check_scheme_for(scheme, info) -> None:
+    """A plugin scheme's refusal of a model it cannot patch, from the model's identity (``ModelInfo``,
+    read before any weights load): schemes declare it with a ``check_model(info)`` method."""
+    check = getattr(scheme, "check_model", None)
+    if check is not None:
+        check(info)
+
+
+def is_identity(scheme, factors) -> bool:
+    """Whether ``factors`` under ``scheme`` leave the model exactly as it is inside its trained window
+    (an all-ones schedule of a scheme whose factor 1 is the model's own RoPE). Plugin schemes with their
+    own patch say so with an ``identity_at_one`` attribute; without one they are assumed to change the
+    model at 1 (Ms-PoE's head ratios apply on top of the layer factor)."""
+    return factors is not None and getattr(scheme, "identity_at_one", False) and \
+        all(np.all(np.asarray(f) == 1.0) for f in factors)

@@ -1,0 +1,284 @@
+"""The main job as a library: search per-layer factors, pick the answer on a validation split, re-test it
+held out.
+
+Everything is checked (scheme options, curve bounds, tasks, optimizer settings, gene counts) before
+the model loads. Every optimizer runs in one loop (``optim.base``): ask, evaluate, tell, checkpoint.
+Candidates are scored by an executor (this process, or Ray workers); only this driver writes. Outputs
+land in the run folder: evaluations.jsonl, checkpoint.json, heldout.jsonl, best_factors.json,
+factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig
+from tqdm.auto import tqdm
+
+from ..config import plain, prepare, scoring_regime, task_specs
+from ..errors import LpesError
+from ..evaluation.comparison import uniform_method_name
+from ..evaluation.fitness import FitnessWeights, Outcome, outcome, task_scales
+from ..evaluation.results import by_position, scores_from_json, scores_to_json
+from ..evaluation.selection import candidate_name, select
+from ..execution import GradientJob, Job, build_executor, encode_splits
+from ..io.spec import KEY, RunSpec
+from ..io.store import RunLock, RunStore, cache_key
+from ..model.load import identify
+from ..optim import build_optimizer
+from ..optim.base import Gradient, GradientRequest
+from ..position import build_scheme, check_scheme_for, is_identity, require_gradient
+from ..position.bands import factors_json
+from ..position.curves import build_curve, uniform_scaling
+from ..registry import EXECUTORS, LOGGERS
+from ..report.loggers import build_logger
+from ..tasks import SPLITS, TASKS
+from .heldout import HeldOut
+from .outputs import write_result
+from .resume import restore
+
+
+class Search:
+    def __init__(self, cfg: DictConfig, out_dir: Path):
+        prepare(cfg)
+        self.cfg, self.out = cfg, Path(out_dir)
+        self.scheme_cfg = plain(cfg.pos)
+        self.scheme = build_scheme(self.scheme_cfg)  # bad options are refused now
+        specs = task_specs(cfg)
+        self.weights = FitnessWeights(**plain(cfg.fitness))
+        self.model_id = identify(cfg.model)  # the model's identity, from its config alone
+        check_scheme_for(self.scheme, self.model_id)
+        self.spec = RunSpec(command="search", config=plain(cfg), model=self.model_id.as_dict())
+        self.curve = build_curve(plain(cfg.curve), self.model_id.n_layers, n_bands=self.scheme.n_bands)
+        self.optimizer_cfg = plain(cfg.optimizer)
+        self.optimizer = build_optimizer(self.optimizer_cfg, self.curve, int(cfg.seed))
+        self.gradient = getattr(self.optimizer, "needs_gradient", False)
+        if self.gradient:
+            self._check_differentiable()
+        self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
+        if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
+            specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
+            self.tasks["perplexity"] = TASKS.build(specs["perplexity"])
+        self.task_specs = specs
+        few = [k for k, t in self.tasks.items() if t.max_ratio is None and t.samples_per_position < 2]
+        if self.weights.normalise and few:
+            raise LpesError(f"fitness.normalise divides each task's term by its spread over samples: tasks {few} "
+                            "need samples_per_position >= 2")
+        self.executor_cfg = plain(cfg.executor)
+        EXECUTORS.get(self.executor_cfg["name"])  # an unknown executor or logger is refused now
+        LOGGERS.get((cfg.get("logger") or {"name": "none"})["name"])
+        # everything besides the factors that changes a search-split score: the evaluation cache key
+        self.regime = {**scoring_regime(cfg, self.tasks, "search"), "scheme": self.scheme_cfg}
+        # prompts are tokenised and measured against the model's window before any weights load
+        self.sample_sets = encode_splits(cfg, self.tasks, SPLITS, info=self.model_id)
+        if self.gradient:
+            self._check_minibatch_draws()
+        self.store = RunStore(self.out)
+        # held from before the "already holds a search" check to the end, so two runs started together
+        # in one folder cannot both pass it and interleave their records
+        self.lock = RunLock(self.out).acquire()
+        self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched)
+        self.executor = None  # started by setup()
+        self.log: list[dict] = []
+        self._restore_or_refuse(cfg.resume)
+
+    def _check_differentiable(self) -> None:
+        """An optimizer that asks for gradients: a differentiable scheme and curve."""
+        require_gradient(self.scheme)
+        if not self.curve.differentiable():
+            raise LpesError(f"curve={self.curve.name} maps genes to factors without a gradient (its shape is not "
+                            "written in torch); optimizer=gradient needs a differentiable curve: use optimizer=ga")
+
+    @property
+    def fixed_contexts(self) -> int:
+        """Draws of the fixed search split (every candidate's scoring); gradient minibatches start after."""
+        return max(t.samples_per_position for t in self.tasks.values())
+
+    def _check_minibatch_draws(self) -> None:
+        """The last minibatch draw exists in every task (texts and files hold a finite number of windows and
+        records), checked now rather than when the search reaches it."""
+        opt = self.optimizer
+        last = self.fixed_contexts + opt.restarts * opt.steps * opt.contexts_per_step - 1
+        tokenizer = self.sample_sets["search"].tokenizer
+        for task in self.tasks.values():
+            if task.weight != 0:
+                task.with_draws([last]).encode("search", tokenizer)
+
+    def _restore_or_refuse(self, resume: bool) -> None:
+        if resume and not self.store.has_run():
+            raise LpesError(f"resume=true, but {self.out} holds no search to continue (no evaluations.jsonl): "
+                            "check hydra.run.dir, or drop resume=true to start one")
+        if not resume:
+            if self.store.has_run():
+                raise LpesError(f"{self.out} already holds a search; pass resume=true to continue it")
+            # the run record is written by setup() once the executor has started, before any score: a
+            # command refused before then (an executor option, a device, weights that fail to load) leaves
+            # no record, so the corrected command starts afresh in the same folder
+            self.cache: dict[str, dict] = {KEY: self.spec.record()}
+            return
+        self.cache, state = restore(self.store, self.spec, self.optimizer.objectives)
+        self.heldout.load()
+        # the logs are this run's: a line a kill cut short goes before new ones
+        self.store.evaluations.repair()
+        self.store.heldout.repair()
+        if state is None:
+            return  # no finished generation yet: the optimizer replays from the cache
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (KeyError, TypeError, ValueError) as exc:  # the optimizer's own part of the state (its RNG, arrays)
+            raise LpesError(f"{self.store.checkpoint} does not hold a state this optimizer reads ({type(exc).__name__}: "
+                            f"{str(exc)[:80]}); delete it and resume=true replays the search from evaluations.jsonl") from None
+        self.log = state["log"]
+
+    def setup(self, loaded=None) -> None:
+        """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
+        reused) and score the unpatched baseline."""
+        self.executor = build_executor(self.executor_cfg, plain(self.cfg), self.task_specs, SPLITS,
+                                       sample_sets=self.sample_sets, loaded=loaded)
+        self.info = self.executor.info
+        if not self.store.evaluations.exists():  # first before any score, so a resume is checked against it
+            self.store.evaluations.append(self.spec.record())
+        print(self.info.line())
+        self.baseline = scores_from_json(self.score([(None, "baseline", None)])[0]["scores"])
+        # what every gradient job shares; a mixture's task scales come from the fixed search split, never
+        # from a minibatch
+        self.gradient_settings = {"curve": plain(self.cfg.curve), "scheme": self.scheme_cfg,
+                                  "weights": plain(self.cfg.fitness),
+                                  "checkpoint_layers": getattr(self.optimizer, "checkpoint_layers", False),
+                                  "task_scales": task_scales(self.baseline, self.tasks, self.weights)}
+
+    def score(self, candidates: list[tuple]) -> list[dict]:
+        """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
+        cache where done before; the rest go to the executor and are written in this order. A schedule that
+        is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
+        scores instead of a second identical run."""
+        keys = [cache_key(factors, self.regime) for factors, _, _ in candidates]
+        todo = {key: c for key, c in zip(keys, candidates) if key not in self.cache}  # distinct keys, in order
+        baseline = self.cache.get(cache_key(None, self.regime))
+        same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0], "search")}
+        for key, (factors, kind, genome) in same.items():
+            self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
+        todo = {key: c for key, c in todo.items() if key not in same}
+        jobs = [Job("search", factors, None if factors is None else self.scheme_cfg) for factors, _, _ in todo.values()]
+        results = self.executor.run(jobs, desc=candidates[0][1] if candidates else "")
+        for (key, (factors, kind, genome)), (rows, seconds) in zip(todo.items(), results):
+            scores = scores_to_json({task: by_position(r) for task, r in rows.items()})
+            self._record(key, factors, kind, genome, scores, seconds)
+        return [self.cache[key] for key in keys]
+
+    def _unpatched(self, factors, split: str) -> bool:
+        return self.sample_sets[split].within_trained and is_identity(self.scheme, factors)
+
+    def _record(self, key: str, factors, kind: str, genome, scores: dict, seconds: float, **extra) -> None:
+        record = {"key": key, "kind": kind, "generation": self.optimizer.generation,
+                  "genome": None if genome is None else [float(g) for g in genome],
+                  "factors": None if factors is None else factors_json(factors),
+                  "scores": scores, "seconds": round(seconds, 3), **extra}
+        if kind == "candidate":
+            record["outcome"] = outcome(scores_from_json(scores), self.baseline, self.tasks, self.weights).__dict__
+        self.store.evaluations.append(record)
+        self.cache[key] = record
+
+    def evaluate(self, asked: list) -> list:
+        """The answers to an optimizer's requests, in order: genomes scored on the fixed search split (one
+        batch, so Ray workers take them side by side), gradient requests one by one."""
+        genomes = [a for a in asked if not isinstance(a, GradientRequest)]
+        records = iter(self.score([(self.curve.factors(g), "candidate", g) for g in genomes]))
+        return [self._gradient(a) if isinstance(a, GradientRequest) else Outcome(**next(records)["outcome"])
+                for a in asked]
+
+    def _gradient(self, request: GradientRequest) -> Gradient:
+        """A step's value and gradient, from the evaluation log where a killed run had computed it."""
+        draws = [self.fixed_contexts + d for d in request.draws]
+        genes = request.genome
+        key = cache_key(genes, {**self.regime, "step": list(request.step), "draws": draws})
+        if key not in self.cache:
+            job = GradientJob(split="search", draws=tuple(draws), genes=tuple(float(g) for g in genes),
+                              per_position=len(draws), **self.gradient_settings)
+            result = self.executor.gradient(job)
+            record = {"key": key, "kind": "step", "generation": self.optimizer.generation,
+                      "restart": request.step[0], "genome": [float(g) for g in genes],
+                      "factors": factors_json(self.curve.factors(genes)), "draws": draws,
+                      "objective": result.value, "gradient": result.gradient,
+                      "seconds": round(sum(result.seconds.values()), 3),
+                      "seconds_parts": {k: round(v, 3) for k, v in result.seconds.items()}}
+            self.store.evaluations.append(record)
+            self.cache[key] = record
+        step = self.cache[key]
+        return Gradient(step["objective"], step["gradient"])
+
+    def loop(self, logger=None) -> None:
+        """Ask, evaluate, tell until the optimizer is done, checkpointing after each tell; a progress entry
+        whenever its generation (a GA generation, an Adam step) moved on."""
+        opt = self.optimizer
+        bar = tqdm(total=opt.generations, initial=opt.generation, desc="steps" if self.gradient else "generations",
+                   disable=not self.cfg.progress)
+        while not opt.done:
+            asked = opt.ask()
+            answers = self.evaluate(asked)
+            before = opt.generation
+            opt.tell(asked, answers)
+            if opt.generation > before:
+                entry = opt.progress(answers)
+                self.log.append(entry)
+            self._checkpoint()
+            if opt.generation > before:
+                best_genome, best = opt.best()
+                if logger is not None:
+                    logger.log_generation(opt.generation, entry, self.curve.factors(best_genome))
+                bar.update(opt.generation - before)
+                bar.set_postfix({k: f"{v:+.4f}" for k, v in entry.items() if k in ("objective", "best_fitness")})
+        bar.close()
+
+    def _checkpoint(self) -> None:
+        # the settings it belongs to are the log's first record, checked on resume before this is read
+        self.store.save_checkpoint({"log": self.log, "optimizer": self.optimizer.state_dict()})
+
+    def run(self) -> dict:
+        logger = build_logger(self.cfg.get("logger"), plain(self.cfg), self.out)
+        try:
+            self.setup()
+            self.loop(logger)
+            summary = self.finish()
+            logger.log_summary({"best_fitness": summary["search"]["fitness"]})
+        finally:
+            logger.finish()
+            if self.executor is not None:
+                self.executor.close()
+            self.lock.release()
+        return summary
+
+    def finish(self) -> dict:
+        """Pick the answer on fresh data (``selection.select`` over the top candidates re-scored on the
+        validation split), then measure it on the held-out test split against the unpatched model and the
+        best uniform scaling, with paired bootstrap intervals over contexts, and write the result."""
+        top = self.top_candidates(int(self.cfg.validation.top_k))
+        uniform = self.uniform_baseline(self.curve.factors(top[0][0]))
+        uniform_name = uniform_method_name(self.scheme_cfg["name"], uniform)
+        uniform_job = ([uniform] * self.model_id.n_layers, self.scheme_cfg)
+        candidates = {candidate_name(i): (self.curve.factors(g), self.scheme_cfg) for i, (g, _) in enumerate(top)}
+        resamples, seed = int(self.cfg.validation.bootstrap_resamples), int(self.cfg.seed)
+        validation = self.heldout.validate(self.executor, candidates, {uniform_name: uniform_job})
+        choice = select(top, validation, self.tasks, self.weights, resamples=resamples, seed=seed)
+        factors = candidates[choice.name][0]
+        test = self.heldout.compare(self.executor, "test", {"unpatched": (None, None), uniform_name: uniform_job,
+                                                            "found": (factors, self.scheme_cfg)})
+        test.add_intervals("found", "unpatched", resamples=resamples, seed=seed)
+        test.add_intervals("found", uniform_name, resamples=resamples, seed=seed)
+        return write_result(self, choice, factors, test, uniform_name, uniform, top)
+
+    def top_candidates(self, k: int) -> list:
+        """The ``k`` best distinct genomes of the search, best first: (genome, outcome)."""
+        ranked = sorted(self.optimizer.history.values(), key=lambda item: item[1].fitness, reverse=True)
+        return [(np.asarray(g), o) for g, o in ranked[:k]]
+
+    def uniform_baseline(self, factors) -> float:
+        """The uniform factor to test next to the found ones: the best non-identity uniform scaling the
+        search evaluated (tuned on the same search data), else the mean of the found factors."""
+        uniform = [(o.fitness, g[0]) for g, o in self.optimizer.history.values() if uniform_scaling(g)]
+        return round(float(max(uniform)[1] if uniform else np.mean(factors)), 4)
+
+
+def run_search(cfg: DictConfig, out_dir: Path) -> dict:
+    return Search(cfg, out_dir).run()
