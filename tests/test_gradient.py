@@ -26,7 +26,7 @@ from lpes_framework.tasks import TASKS
 from lpes_framework.tasks.base import Encoded, Sample
 
 GRADIENT = [*TINY_TASK, "optimizer=gradient", "optimizer.steps=4", "optimizer.eval_every=2", "curve=bezier",
-            "curve.low=0.5", "curve.high=3.0", "validation.top_k=2"]
+            "curve.low=0.5", "curve.high=3.0", "validation.top_k=2", "validation.bootstrap_resamples=200"]
 
 
 def haystacks(n_contexts: int, positions=(0, 3, 7), seed: int = 0) -> list[Encoded]:
@@ -155,8 +155,7 @@ def test_at_all_ones_the_rows_are_the_unpatched_models_and_the_objective_is_zero
     assert all(p.requires_grad for p in model.parameters())  # weights frozen only for the job
 
 
-def test_ray_workers_give_the_local_answer():
-    pytest.importorskip("ray")
+def test_ray_workers_give_the_local_answer(ray_instance):
     from lpes_framework.config import plain, task_specs
     from lpes_framework.execution import GradientJob, build_executor
 

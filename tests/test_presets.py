@@ -7,7 +7,7 @@ import pytest
 
 from conftest import OPTIONAL_MODELS
 from lpes_framework.config import compose_config
-from lpes_framework.model.factors_file import PRESETS, load_factors, preset_names
+from lpes_framework.model.factors_file import PRESETS, is_preset, load_factors, preset_names, resolve_factors
 
 
 def model_option(name: str) -> str | None:
@@ -16,8 +16,13 @@ def model_option(name: str) -> str | None:
 
 
 def test_presets_ship_with_the_package():
-    assert preset_names() == sorted(p.stem for p in Path(PRESETS).glob("*.json"))
-    assert preset_names(), "no preset shipped"
+    from importlib.resources import files
+
+    shipped = files("lpes_framework") / "presets"  # where the installed package keeps them
+    assert "qwen2.5-coder-0.5b" in preset_names()
+    for name in preset_names():
+        assert is_preset(name) and resolve_factors(name) == Path(PRESETS) / f"{name}.json"
+        assert (shipped / f"{name}.json").is_file()
 
 
 @pytest.mark.parametrize("name", preset_names())

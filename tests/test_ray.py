@@ -1,4 +1,4 @@
-"""executor=ray on a local Ray instance (2 CPUs, loopback only) with the tiny model: the same records as
+"""executor=ray on the session's local Ray instance (2 CPUs, loopback only) with the tiny model: the same records as
 executor=local, a worker killed mid-run, every worker gone."""
 
 import pytest
@@ -14,7 +14,7 @@ def records(path):
     return [(r["key"], r["kind"], r.get("generation"), r.get("scores"), r.get("outcome")) for r in read_jsonl(path)]
 
 
-def test_ray_gives_the_records_of_local(tmp_path):
+def test_ray_gives_the_records_of_local(tmp_path, ray_instance):
     run_cli("lpes_framework", *TINY_SEARCH, "threads=1", f"hydra.run.dir={tmp_path / 'local'}")
     run_cli("lpes_framework", *TINY_SEARCH, *RAY, f"hydra.run.dir={tmp_path / 'ray'}")
     assert records(tmp_path / "ray" / "evaluations.jsonl") == records(tmp_path / "local" / "evaluations.jsonl")
@@ -37,7 +37,7 @@ def jobs(n):
     return [("search", [1.0 + 0.1 * i] * 4, {"name": "rope"}) for i in range(n)]
 
 
-def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg):
+def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg, ray_instance):
     from lpes_framework.execution.local import LocalExecutor
     from lpes_framework.execution.ray import RayExecutor
 
@@ -56,7 +56,7 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg):
         executor.close()
 
 
-def test_every_worker_gone_is_one_clear_error(tiny_run_cfg):
+def test_every_worker_gone_is_one_clear_error(tiny_run_cfg, ray_instance):
     from lpes_framework.errors import LpesError
     from lpes_framework.execution.ray import RayExecutor
 

@@ -158,8 +158,8 @@ def test_a_damaged_evaluation_log_is_one_line_and_left_as_it_is(ga_run, tmp_path
 
 
 def test_nsga2_writes_a_pareto_front(tmp_path):
-    run_cli("lpes_framework", *TINY_TASK, "optimizer=nsga2", "optimizer.population=4", "optimizer.generations=2",
-            "perplexity_task.window_tokens=64", f"hydra.run.dir={tmp_path}")
+    run_cli("lpes_framework", *TINY_TASK, "plots=true", "optimizer=nsga2", "optimizer.population=4",
+            "optimizer.generations=2", "perplexity_task.window_tokens=64", f"hydra.run.dir={tmp_path}")
     front = json.loads((tmp_path / "pareto.json").read_text())
     assert front and all({"genome", "retrieval", "perplexity"} <= f.keys() for f in front)
     assert (tmp_path / "pareto.png").is_file()
@@ -191,6 +191,9 @@ def test_random_search_runs(tmp_path):
             f"hydra.run.dir={tmp_path}")
     rows = [r for r in read_jsonl(tmp_path / "evaluations.jsonl") if r["kind"] == "candidate"]
     assert len(rows) == 9 and rows[0]["factors"] == [1.0] * 4
+    # plots=false: every JSON output, no PNG, and a report that links none
+    assert (tmp_path / "best_factors.json").is_file() and not list(tmp_path.glob("*.png"))
+    assert "![" not in (tmp_path / "report.md").read_text()
 
 
 @pytest.mark.parametrize("launcher", ["basic", "joblib"])

@@ -92,7 +92,7 @@ def test_long_answers_projected_a_few_columns_at_a_time_score_the_same(share, mo
     """Answers longer than LOGSOFTMAX_COLUMNS (perplexity windows) are projected to logits and log-softmaxed
     in column chunks: the rows are those of one call, up to the rounding of a matrix product of another
     shape; short answers (the queries here) keep the model's own head and are bit-identical."""
-    import lpes_framework.scoring as scoring
+    import lpes_framework.scoring._batching as scoring
 
     model = tiny_model("qwen2")
     g = torch.Generator().manual_seed(1)
@@ -113,7 +113,7 @@ def test_long_answers_projected_a_few_columns_at_a_time_score_the_same(share, mo
 def test_projected_scores_equal_log_softmax_of_the_models_own_logits(arch, monkeypatch):
     """The projected path makes logits from hidden states itself: the log-probs are the model's own, final
     soft cap included (set here on Gemma3)."""
-    import lpes_framework.scoring as scoring
+    import lpes_framework.scoring._batching as scoring
 
     monkeypatch.setattr(scoring, "LOGSOFTMAX_COLUMNS", 16)
     extra = {"final_logit_softcapping": 5.0} if arch == "gemma3_text" else {}
@@ -128,7 +128,7 @@ def test_projected_scores_equal_log_softmax_of_the_models_own_logits(arch, monke
 
 
 def test_the_output_head_never_sees_more_than_a_chunk_of_a_long_answer(monkeypatch):
-    import lpes_framework.scoring as scoring
+    import lpes_framework.scoring._batching as scoring
 
     model = tiny_model("llama")
     seen = []

@@ -15,7 +15,11 @@ PINNED = Path(__file__).parent / "data" / "trajectory.json"
 OPTIMIZERS = {"ga": TINY_SEARCH,
               "nsga2": [*TINY_TASK, "optimizer=nsga2", "optimizer.population=4", "optimizer.generations=2",
                         "perplexity_task.window_tokens=64"],
-              "random": [*TINY_TASK, "optimizer=random", "optimizer.population=4", "optimizer.generations=2"]}
+              "random": [*TINY_TASK, "optimizer=random", "optimizer.population=4", "optimizer.generations=2"],
+              # the genomes the gradient optimizer scored on the fixed split (every eval_every steps, each
+              # restart's end), each after Adam steps on fresh minibatches
+              "gradient": [*TINY_TASK, "optimizer=gradient", "optimizer.steps=4", "optimizer.eval_every=2",
+                           "optimizer.restarts=2", "curve=bezier", "curve.low=0.5", "curve.high=3.0"]}
 
 
 def trajectory(out: Path, overrides: list[str]) -> list[dict]:

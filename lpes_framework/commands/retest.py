@@ -8,6 +8,8 @@ run spans sessions), and with a larger ``--samples`` scores only the new haystac
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import tempfile
 from pathlib import Path
 
@@ -84,13 +86,21 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> dict:
-    """Re-test and print the evaluate table; returns (payload, method names, task) for the benchmark."""
+def main(argv: list[str] | None = None) -> None:
+    """The effect in plain words first, then the evaluate table and intervals it comes from."""
+    from ..evaluation.comparison import effect_lines
     from .cli import one_line_errors
 
     args = parser().parse_args(argv)
-    return one_line_errors(retest)(args.preset, args.model, args.samples, args.split, args.threads, args.uniform,
-                                   args.versus, args.out, args.seed)
+    with contextlib.redirect_stdout(io.StringIO()) as table:
+        payload, names, task = one_line_errors(retest)(args.preset, args.model, args.samples, args.split,
+                                                       args.threads, args.uniform, args.versus, args.out, args.seed)
+    name = names[args.preset]
+    print(f"{name}, re-tested on {args.samples} {task} samples per gold position that no search saw ({args.split} "
+          "split), against the unpatched model:")
+    print("\n".join(effect_lines(payload["comparison"], name, "unpatched")))
+    print("\nThe table behind it (exact match % / gold log-prob by gold position, then every interval):")
+    print(table.getvalue(), end="")
 
 
 if __name__ == "__main__":

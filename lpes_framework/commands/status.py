@@ -23,13 +23,17 @@ TOP = 5
 
 def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
     """(candidates a full run asks for, generations) from the run's own config."""
-    from ..config import plain
+    from ..config import plain, whole
     from ..position.curves import build_curve
     from ..optim import build_optimizer
     from ..io.spec import read_spec
 
     cfg = read_spec(run_dir).cfg()
-    optimizer = build_optimizer(plain(cfg.optimizer), build_curve(plain(cfg.curve), n_layers), int(cfg.seed))
+    options = plain(cfg.optimizer)
+    if "start" in options:  # a gradient search's start file: the count does not depend on it, and a received
+        options["start"] = None  # record never chooses a file to read
+    seed = whole(cfg.get("seed"), f"{run_dir}: the run record's seed", 0)
+    optimizer = build_optimizer(options, build_curve(plain(cfg.curve), n_layers), seed)
     return optimizer.planned(), optimizer.generations
 
 

@@ -33,7 +33,8 @@ from .rows import method_key, scored_before
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     """Score the methods (reusing ``out_dir``'s rows with ``resume``) and write results.json, the table and the
     plot; returns results.json's payload plus ``rows``: each method's per-sample rows by task, the very rows
-    its scores were made from (a caller that analyses rows takes these, not a lookup by name)."""
+    its scores were made from (a caller that analyses rows takes these, not a lookup by name), and ``comparison``
+(those rows with their intervals)."""
     prepare(cfg)
     scheme_cfg = plain(cfg.pos)
     scheme = build_scheme(scheme_cfg)
@@ -96,7 +97,8 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
                            for name, (f, s) in methods.items()},
                "intervals": summary["intervals"], "by_length": summary["by_length"], "run": spec.as_json()}
     write_json_atomic(out_dir / "results.json", payload)
-    plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
     (out_dir / "table.txt").write_text(table + "\n")
-    print(f"wrote {out_dir / 'results.json'} and {out_dir / 'by_position.png'}")
-    return payload | {"rows": done}
+    if cfg.plots:
+        plot_by_position(results, out_dir / "by_position.png", title=f"{info.name} ({cfg.split} split)")
+    print(f"wrote {out_dir / 'results.json'}" + (f" and {out_dir / 'by_position.png'}" if cfg.plots else ""))
+    return payload | {"rows": done, "comparison": comparison}

@@ -4,7 +4,7 @@ the same samples, summarised by gold position, with paired bootstrap intervals a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from ..tasks.base import WHOLE_TEXT
 from ..scoring.base import ScoreRow
@@ -12,7 +12,6 @@ from .results import Scores, by_length, by_position, scores_to_json
 from .positions import middle_positions
 from .stats import Interval, logprob_bootstrap, paired_bootstrap
 
-Method = tuple[Sequence[float] | None, dict | None]  # factors (None: unpatched) and their scheme's config
 
 
 def uniform_method_name(scheme_name: str, factor: float) -> str:
@@ -52,12 +51,6 @@ class Comparison:
                                   for task, rows in per.items() if (lengths := by_length(rows))}
                               for m, per in self.rows.items()},
                 "intervals": as_json(self.intervals), "logprob_intervals": as_json(self.logprob_intervals)}
-
-
-def compare(executor, split: str, methods: Mapping[str, Method], prefix: str = "") -> Comparison:
-    """Every method scored on the same samples of ``split`` by the executor (jobs in parallel where it can)."""
-    jobs = [(split, factors, scheme) for factors, scheme in methods.values()]
-    return Comparison({name: rows for name, (rows, _) in zip(methods, executor.run(jobs, desc=f"{prefix}{split}"))})
 
 
 def format_table(methods: Mapping[str, Scores]) -> str:
@@ -107,3 +100,18 @@ def format_intervals(comparison: Comparison) -> str:
             if logprob:
                 lines.append("  gold log-prob per token: " + "   ".join(f"{part} {i.format(4)}" for part, i in logprob.items()))
     return "\n".join(lines)
+
+
+def effect_lines(comparison: Comparison, a: str, b: str) -> list[str]:
+    """What ``a`` does against ``b`` in plain words, one line per retrieval task: the middle gold positions'
+    gold answer log-prob per token first (the signal that resolves on few samples) with what its interval
+    says, exact match beside it."""
+    lines = []
+    pair = f"{a} - {b}"
+    for task, parts in comparison.logprob_intervals.get(pair, {}).items():
+        lp, em = parts["middle"], comparison.intervals[pair][task]["middle"]
+        says = ("excludes 0: a measured gain" if lp.low > 0 else "excludes 0: a measured loss" if lp.high < 0
+                else "includes 0: no change measured")
+        lines.append(f"  {task}, middle gold positions: gold answer log-prob {lp.format(4)} nats per token, "
+                     f"the 95% interval {says}; exact match {em} points")
+    return lines

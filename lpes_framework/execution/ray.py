@@ -16,6 +16,20 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])  # the folder holding lpes_framework/
 
 
+def start_ray(address: str | None = None, cpus: int | None = None) -> None:
+    """Join the Ray cluster at ``address``, or start a local instance of ``cpus`` CPUs listening on 127.0.0.1
+    only; its workers import this very package (a git worktree's copy, not whatever is installed)."""
+    import ray
+
+    runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(
+        filter(None, [_package_root(), os.environ.get("PYTHONPATH")]))}}
+    if address is None:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # bind to 127.0.0.1 only
+        ray.init(num_cpus=cpus, num_gpus=None, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+    else:
+        ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+
+
 @EXECUTORS.plugin
 class RayExecutor(Executor):
     """``workers`` Ray actors, each with its own model replica (``gpus_per_worker`` GPUs and
@@ -32,17 +46,9 @@ class RayExecutor(Executor):
         if workers < 1 or threads_per_worker < 1 or gpus_per_worker < 0:
             raise LpesError("executor: need workers >= 1, threads_per_worker >= 1, gpus_per_worker >= 0")
         self.ray = ray
-        self.started = not ray.is_initialized()
+        self.started = not ray.is_initialized()  # an instance started by the caller is the caller's to stop
         if self.started:
-            # workers import this very package (a git worktree's copy, not whatever is installed)
-            runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(
-                filter(None, [_package_root(), os.environ.get("PYTHONPATH")]))}}
-            if address is None:
-                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # bind to 127.0.0.1 only
-                ray.init(num_cpus=workers * threads_per_worker, num_gpus=None, include_dashboard=False,
-                         log_to_driver=False, runtime_env=runtime_env)
-            else:
-                ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+            start_ray(address, cpus=workers * threads_per_worker)
         actor = ray.remote(num_cpus=threads_per_worker, num_gpus=gpus_per_worker, max_restarts=0)(Worker)
         self.actors = [actor.remote(cfg, task_specs, list(splits), threads_per_worker) for _ in range(workers)]
         self.info = self._first(lambda a: a.model_info.remote())

@@ -39,7 +39,11 @@ class SearchSummary:
     front: list[Outcome]  # Pareto set (multi-objective optimizers), else empty
 
 
-def write_artifacts(out: Path, s: SearchSummary) -> None:
+def write_artifacts(out: Path, s: SearchSummary, plots: bool = True) -> None:
+    """report.md, and with ``plots`` the PNGs it shows."""
+    (out / "report.md").write_text(report(s, plots))
+    if not plots:
+        return
     plot_factors({"found": s.factors, s.uniform_name: [s.uniform] * len(s.factors)}, out / "factors.png")
     plot_progress(s.log, out / "progress.png")
     middle = {task: per["middle"] for task, per in s.test.intervals["found - unpatched"].items()}
@@ -48,17 +52,16 @@ def write_artifacts(out: Path, s: SearchSummary) -> None:
     if s.front:
         points = [(o.perplexity, o.retrieval) for o in s.history if math.isfinite(o.perplexity)]
         plot_pareto(points, [(o.perplexity, o.retrieval) for o in s.front], out / "pareto.png")
-    (out / "report.md").write_text(report(s))
 
 
-def report(s: SearchSummary) -> str:
+def report(s: SearchSummary, plots: bool = True) -> str:
     lines = [f"# LPES search report: {s.model}", ""]
     lines += [f"- {key}: `{value}`" for key, value in s.settings.items()]
     unit = "Adam steps" if s.log and "step" in s.log[0] else "generations"
     lines += [f"- evaluations: {len(s.history)} candidates scored on the search split over {len(s.log)} {unit}",
               f"- best search fitness: {s.best.fitness:.4f} (0 = unpatched)", "",
               "## Found factors", "", "`" + ", ".join(map(_factor_text, factors_json(s.factors))) + "`", "",
-              "![factors](factors.png) ![progress](progress.png)", "",
+              *(["![factors](factors.png) ![progress](progress.png)", ""] if plots else []),
               "## Validation: the search's top candidates re-scored on fresh samples", "",
               "| method | validation fitness | 95% interval over contexts |", "|---|---|---|"]
     lines += [f"| {name}{' (chosen)' if name == s.chosen else ''} | {f:.4f} | "
@@ -68,7 +71,7 @@ def report(s: SearchSummary) -> str:
               "95% paired bootstrap intervals over contexts)", "", "```", s.table, "```", "",
               "| method | test fitness |", "|---|---|"]
     lines += [f"| {name} | {o['fitness']:.4f} |" for name, o in s.test_outcomes.items()]
-    lines += ["", "![by position](by_position.png)", ""]
-    if s.front:
+    lines += ["", "![by position](by_position.png)", ""] if plots else [""]
+    if s.front and plots:
         lines += ["## Pareto front", "", "![pareto](pareto.png)", ""]
     return "\n".join(lines)

@@ -3,7 +3,7 @@ multi-objective optimizer, report.md and the plots; and the summary it prints an
 
 from __future__ import annotations
 
-from ..evaluation.comparison import format_intervals, format_lengths, format_table
+from ..evaluation.comparison import effect_lines, format_intervals, format_lengths, format_table
 from ..evaluation.fitness import outcome
 from ..evaluation.results import scores_to_json
 from ..evaluation.selection import candidate_name
@@ -36,8 +36,11 @@ def write_result(search, choice, factors, test, uniform_name: str, uniform: floa
         log=s.log, factors=list(factors), uniform_name=uniform_name, uniform=uniform, best=choice.search,
         val_fitness=choice.fitness, val_intervals=choice.intervals, chosen=choice.name, test=test,
         test_outcomes=test_outcomes, table=table,
-        history=[o for _, o in s.optimizer.history.values()], front=[o for _, o in front]))
+        history=[o for _, o in s.optimizer.history.values()], front=[o for _, o in front]), plots=bool(s.cfg.plots))
     print(table)
+    print(f"\nWhat the search found ({choice.name}, chosen on the validation split), re-tested on the held-out test "
+          "split against the unpatched model:")
+    print("\n".join(effect_lines(test, "found", "unpatched")))
     low, high = choice.intervals[choice.name]
     print(f"best search fitness {choice.search.fitness:.4f}; validation chose {choice.name} "
           f"({choice.fitness[choice.name]:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}]); "

@@ -81,7 +81,11 @@ class Search:
         self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched)
         self.executor = None  # started by setup()
         self.log: list[dict] = []
-        self._restore_or_refuse(cfg.resume)
+        try:
+            self._restore_or_refuse(cfg.resume)
+        except BaseException:  # a refused resume leaves the folder free (a process that lives on, a notebook)
+            self.lock.release()
+            raise
 
     def _check_differentiable(self) -> None:
         """An optimizer that asks for gradients: a differentiable scheme and curve."""

@@ -4,7 +4,7 @@
 # the unpatched model and the shipped preset (the free GA's answer), whose rows it reuses from
 # docs/runs/qwen-free-ga-heldout: only the new schedule is scored (~30 min alone on 2 cores). table.txt holds
 # the paired intervals of the new schedule minus each of them. No uniform PI is scored (--uniform with no
-# value): the best uniform on this regime, NTK 1.5, is 4.9 points below the preset there (docs/results.md 0d).
+# value): the best uniform on this regime, NTK 1.5, is 4.9 points below the preset there (docs/results/index.md 0d).
 set -eo pipefail
 here=docs/runs/qwen-gradient-cosine-heldout
 [ -e $here/rows.jsonl ] || cp docs/runs/qwen-free-ga-heldout/rows.jsonl $here/rows.jsonl
