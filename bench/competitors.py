@@ -1,6 +1,6 @@
 """LPES against the two strongest training-free competitors on the held-out haystacks: the shipped preset
 re-tested in its own regime (``heldout_gain.retest``) next to PosScale and Found-in-the-Middle, each a
-factors file whose scheme holds the setting tuned on the search split (docs/runs/qwen-competitors/command.sh),
+factors file whose scheme holds the setting tuned on the search split (runs/qwen-competitors/command.sh),
 with paired bootstrap intervals of the preset minus each; then the inference cost of each method, timed
 side by side against the unpatched model: a prefill of ``--latency-tokens`` and ``--decode`` greedy steps.
 With the committed ``--out`` folder every method's rows are reused, so the default run only times.
@@ -17,7 +17,7 @@ import common
 from lpes_framework.commands.cli import one_line_errors
 from lpes_framework.commands.retest import DEFAULT_MODEL, DEFAULT_PRESET, retest
 
-RUN = Path("docs/runs/qwen-competitors")
+RUN = Path("runs/qwen-competitors")
 
 
 def timed_methods(files: dict[str, str], model_group: str, tokens: int, steps: int, repeats: int) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
 
-RUN = Path("docs/runs/smollm2-extrapolation")
+RUN = Path("runs/smollm2-extrapolation")
 DEFAULT_FACTORS = RUN / "search-ntk" / "best_factors.json"
 UNIFORM = ("pi", "dynamic-ntk", "yarn")
 
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--control", action="store_true", help="also score the file's scheme at its mean factor in every layer")
     parser.add_argument("--out", type=Path, help="evaluate folder whose rows are reused (default: the committed "
-                        "run of this length, docs/runs/smollm2-extrapolation/<length>)")
+                        "run of this length, runs/smollm2-extrapolation/<length>)")
     args = parser.parse_args()
     if args.length <= 8192:
         raise SystemExit(f"error: --length must exceed the trained window of 8192 tokens, got {args.length}")

@@ -1,6 +1,6 @@
 """The transfer matrix: does a schedule searched on one task and length hold on others? Rows are methods
 (unpatched, the best uniform NTK, the shipped key-value preset, the general preset once it exists,
-Found-in-the-Middle and PosScale as tuned in docs/runs/qwen-competitors); columns are held-out tasks x
+Found-in-the-Middle and PosScale as tuned in runs/qwen-competitors); columns are held-out tasks x
 lengths on Qwen2.5-Coder-0.5B's test split. Per cell: the task's own metric (exact match, teacher-forced)
 and the gold log-prob per token, each as the method minus unpatched with a 95% paired bootstrap interval
 over haystacks (``evaluation.stats``). Each column is an evaluate folder under ``--out``: methods already
@@ -19,16 +19,16 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
 
-RUN = Path("docs/runs/transfer")
+RUN = Path("runs/transfer")
 KV_PRESET = "qwen2.5-coder-0.5b"
 GENERAL_PRESET = "qwen2.5-coder-0.5b-general"
-COMPETITORS = Path("docs/runs/qwen-competitors")
-MDQA = Path("docs/runs/qwen-transfer")
+COMPETITORS = Path("runs/qwen-competitors")
+MDQA = Path("runs/qwen-transfer")
 KV_POSITIONS = "[0,5,11,16,22,27,33,38,44,49]"
 DEPTHS = "[0,25,50,75,100]"
 KV = ["task=kv_retrieval", "task.layout=queries"]  # 8-hex keys, the answer turn opened by a quote: the defaults
 # name -> (overrides, haystacks); the KV ~1K column is the preset's own held-out regime (its perplexity guard
-# included), so the rows of its re-test (docs/runs/qwen-gradient-bands/heldout) are reused there
+# included), so the rows of its re-test (runs/qwen-gradient-bands/heldout) are reused there
 COLUMNS = {
     "kv-1k": ([*KV, "task.pairs=50", f"task.gold_positions={KV_POSITIONS}", "+task@extra_tasks.perplexity=perplexity"], 100),
     "kv-2k": ([*KV, "task.pairs=100", "task.gold_positions=[0,11,22,33,44,55,66,77,88,99]"], 40),

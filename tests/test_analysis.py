@@ -111,7 +111,7 @@ def test_bucket_table_gives_perplexity_and_paired_ratios_per_bucket():
 def test_committed_rows_written_before_the_draw_field_still_load():
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parent.parent / "docs" / "runs" / "qwen15-baseline-2k"
+    folder = Path(__file__).resolve().parent.parent / "runs" / "qwen15-baseline-2k"
     assert '"context": 0' in (folder / "rows.jsonl").read_text()  # the field's old name
     rows = logged_rows(folder)["unpatched"]["kv_retrieval"]
     draws = sorted({r.draw for r in rows})

@@ -1,17 +1,9 @@
-"""Why it works (or not): the attention mass each layer puts on the gold span, by gold position.
+"""``lpes attention``: why it works (or not), the attention mass each layer puts on the gold span, by gold
+position, unpatched and patched (``compare.attention`` says how it is measured).
 
-    lpes attention <search run dir> [--factors FILE|PRESET] [--split test] [--samples 10]
-        [--out DIR]
+    lpes attention <search run dir> [--factors FILE|PRESET] [--split test] [--samples 10] [--out DIR]
 
-The papers explain lost-in-the-middle by attention that drifts away from middle positions, and LPES by
-scaled layers that spread it more evenly. This measures it: for each sample, the attention the last
-prompt token (the one that predicts the answer) pays to the tokens of the gold value in the context,
-averaged over heads, one number per layer. The run's own config (model, task, scheme) is reused; the
-patched model is the run's ``best_factors.json`` unless ``--factors`` names another file or a preset.
 Writes ``attention.json`` and ``attention.png`` next to the run's outputs, or into ``--out``.
-
-Samples that share a context share its KV cache (as in scoring); the model runs with eager attention,
-the one implementation that returns attention weights.
 """
 
 from __future__ import annotations
