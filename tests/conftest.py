@@ -12,6 +12,9 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)  # the suite's workers share the cores (make test runs two)
+
 ARCHS = ["llama", "qwen2", "mistral", "gemma3_text", "phi3"]
 VOCAB = 97
 PLUGINS = Path(__file__).resolve().parent.parent / "plugins"

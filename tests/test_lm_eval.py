@@ -48,7 +48,9 @@ def loglikelihoods(local_task, model_type: str, model_args: dict) -> list[float]
     import lpes_framework.commands.lm_eval  # noqa: F401  registers `lpes`
 
     out = simple_evaluate(model=model_type, model_args=model_args, tasks=["lpes_local_choice"], device="cpu",
-                          batch_size=2, log_samples=True, task_manager=TaskManager(include_path=str(local_task)))
+                          batch_size=2, log_samples=True,
+                          # the local task only: indexing lm-eval's own thousands of task files takes ~20 s a call
+                          task_manager=TaskManager(include_path=str(local_task), include_defaults=False))
     return [float(r[0]) for s in out["samples"]["lpes_local_choice"] for r in s["filtered_resps"]]
 
 
