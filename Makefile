@@ -59,7 +59,7 @@ demo: install-qwen
 	$(VENV)/bin/lpes search experiment=quick-gradient hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)
 
 test: install
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist worksteal
 
 bench: install
 	$(PY) bench/patch_overhead.py

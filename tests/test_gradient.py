@@ -179,11 +179,17 @@ def test_ray_workers_give_the_local_answer(ray_instance):
     assert sorted({r.draw for r in local.rows["kv_retrieval"]}) == [3, 4, 5]  # the minibatch's own draws
 
 
-def test_the_search_runs_and_is_deterministic(tmp_path):
-    runs = []
-    for name in ("a", "b"):
-        run_cli("lpes_framework", *GRADIENT, f"hydra.run.dir={tmp_path / name}")
-        runs.append(read_jsonl(tmp_path / name / "evaluations.jsonl"))
+@pytest.fixture(scope="module")
+def gradient_run(tmp_path_factory):
+    """The folder of one finished tiny gradient search, shared by the tests that compare a run against it."""
+    out = tmp_path_factory.mktemp("gradient")
+    run_cli("lpes_framework", *GRADIENT, f"hydra.run.dir={out}")
+    return out
+
+
+def test_the_search_runs_and_is_deterministic(gradient_run, tmp_path):
+    run_cli("lpes_framework", *GRADIENT, f"hydra.run.dir={tmp_path}")
+    runs = [read_jsonl(folder / "evaluations.jsonl") for folder in (gradient_run, tmp_path)]
     strip = lambda rs: [{k: v for k, v in r.items() if not k.startswith("seconds")} for r in rs]  # noqa: E731
     assert strip(runs[0]) == strip(runs[1])
     steps = [r for r in runs[0] if r["kind"] == "step"]
@@ -193,15 +199,14 @@ def test_the_search_runs_and_is_deterministic(tmp_path):
     draws = [d for s in steps for d in s["draws"]]
     assert draws == list(range(2, 10)) and len(set(draws)) == len(draws)  # fresh, after the fixed 2 draws
     assert steps[1]["genome"] != steps[0]["genome"]
-    record = json.loads((tmp_path / "a" / "best_factors.json").read_text())
+    record = json.loads((gradient_run / "best_factors.json").read_text())
     assert record["metrics"]["validation"]["chosen"].startswith("top ")
 
 
-def test_sigkill_then_resume_continues_exactly(tmp_path):
-    reference = tmp_path / "reference"
-    run_cli("lpes_framework", *GRADIENT, "optimizer.steps=8", f"hydra.run.dir={reference}")
+def test_sigkill_then_resume_continues_exactly(gradient_run, tmp_path):
+    reference = gradient_run
     out = tmp_path / "killed"
-    args = [*GRADIENT, "optimizer.steps=8", f"hydra.run.dir={out}"]
+    args = [*GRADIENT, f"hydra.run.dir={out}"]
     proc = subprocess.Popen([sys.executable, "-m", "lpes_framework", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     log = out / "evaluations.jsonl"

@@ -26,7 +26,7 @@ def test_evaluate_command_runs_with_the_plugin_scheme(installed, tmp_path):
     assert "uniform mspoe 1" in proc.stdout
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["methods"]["uniform mspoe 1"]["scheme"]["head_order"] == "position_awareness"
-    listing = run_cli("lpes_framework", "--plugins", env=env).stdout
+    listing = run_cli("lpes_framework", "--plugins").stdout  # this process: the package is on its path too
     assert "plugin mspoe: lpes_mspoe.scheme:MsPoE (lpes-mspoe)" in listing
 
 

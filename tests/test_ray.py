@@ -37,7 +37,8 @@ def jobs(n):
     return [("search", [1.0 + 0.1 * i] * 4, {"name": "rope"}) for i in range(n)]
 
 
-def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg, ray_instance):
+def test_a_killed_worker_loses_nothing_and_every_worker_gone_is_one_clear_error(tiny_run_cfg, ray_instance):
+    from lpes_framework.errors import LpesError
     from lpes_framework.execution.local import LocalExecutor
     from lpes_framework.execution.ray import RayExecutor
 
@@ -52,17 +53,7 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost(tiny_run_cfg, ray_insta
         ray.kill(executor.actors[0])
         got = [first] + list(results)
         assert [rows for rows, _ in got] == expected
-    finally:
-        executor.close()
-
-
-def test_every_worker_gone_is_one_clear_error(tiny_run_cfg, ray_instance):
-    from lpes_framework.errors import LpesError
-    from lpes_framework.execution.ray import RayExecutor
-
-    cfg, specs = tiny_run_cfg
-    executor = RayExecutor(cfg, specs, ["search"], workers=2)
-    try:
+        # then the last one goes too: the next jobs fail as one line saying how to continue
         for actor in list(executor.actors):
             ray.kill(actor)
         with pytest.raises(LpesError, match="all Ray workers are gone.*resume=true"):

@@ -71,3 +71,23 @@ def test_a_comparison_gives_the_gold_logprob_change_overall_and_in_the_middle():
     assert lp["all"].low < lp["all"].delta < lp["all"].high  # the ends vary across contexts
     assert "  gold log-prob per token: all +0.1000 [" in format_intervals(comparison)
     assert comparison.as_json()["logprob_intervals"]["found - unpatched"]["kv"]["middle"]["delta"] == pytest.approx(0.2)
+
+
+def test_ends_and_middle_have_one_definition_whatever_the_count():
+    """The fitness's end guard, the intervals' "middle" and the reports all read evaluation.positions: with
+    three labels or more the shallowest and the deepest are the ends; with one or two there is no middle
+    to protect, so every label is middle and none is an end (never empty, never both)."""
+    from lpes_framework.evaluation.fitness import FitnessWeights, task_score
+    from lpes_framework.evaluation.positions import end_positions, middle_positions
+    from lpes_framework.evaluation.results import by_position
+
+    assert end_positions(["49", "0", "22"]) == ["0", "49"] and middle_positions(["49", "0", "22"]) == ["22"]
+    assert end_positions(["0", "99"]) == [] and middle_positions(["0", "99"]) == ["0", "99"]
+    assert end_positions(["50"]) == [] and middle_positions(["50"]) == ["50"]
+    # two positions: a loss at either is a loss in the middle, which the intervals report, not an end guard
+    rows = lambda exact: [ScoreRow(position=p, logprob=-1.0, exact=e, first=e, first_logprob=-1.0, tokens=1, draw=d)  # noqa: E731
+                          for d in range(4) for p, e in ((0, exact), (99, True))]
+    interval = paired_bootstrap(rows(False), rows(True), resamples=100)
+    assert interval["middle"].delta == -50.0 and interval["0"].delta == -100.0
+    weights = FitnessWeights.defaults()
+    assert task_score(by_position(rows(False)), by_position(rows(True)), weights) == -0.5  # the mean, no end penalty

@@ -126,6 +126,10 @@ class GradientAscent(Optimizer):
     def planned(self) -> int:
         return self.restarts * (self.steps // self.eval_every + 1 + (self.steps % self.eval_every > 0))
 
+    def minibatch_draws(self) -> int:
+        """Minibatch draws a full run asks for (numbered from 0 in its ``GradientRequest``s)."""
+        return self.restarts * self.steps * self.contexts_per_step
+
     def genes(self) -> np.ndarray:
         return np.exp(self.x)
 

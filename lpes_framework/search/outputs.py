@@ -38,9 +38,11 @@ def write_result(search, choice, factors, test, uniform_name: str, uniform: floa
         test_outcomes=test_outcomes, table=table,
         history=[o for _, o in s.optimizer.history.values()], front=[o for _, o in front]), plots=bool(s.cfg.plots))
     print(table)
-    print(f"\nWhat the search found ({choice.name}, chosen on the validation split), re-tested on the held-out test "
-          "split against the unpatched model:")
-    print("\n".join(effect_lines(test, "found", "unpatched")))
+    effect = effect_lines(test, "found", "unpatched")  # none where no task has gold positions (perplexity only)
+    if effect:
+        print(f"\nWhat the search found ({choice.name}, chosen on the validation split), re-tested on the held-out "
+              "test split against the unpatched model:")
+        print("\n".join(effect))
     low, high = choice.intervals[choice.name]
     print(f"best search fitness {choice.search.fitness:.4f}; validation chose {choice.name} "
           f"({choice.fitness[choice.name]:+.4f}, 95% interval [{low:+.4f}, {high:+.4f}]); "

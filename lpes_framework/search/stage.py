@@ -102,8 +102,7 @@ class Search:
     def _check_minibatch_draws(self) -> None:
         """The last minibatch draw exists in every task (texts and files hold a finite number of windows and
         records), checked now rather than when the search reaches it."""
-        opt = self.optimizer
-        last = self.fixed_contexts + opt.restarts * opt.steps * opt.contexts_per_step - 1
+        last = self.fixed_contexts + self.optimizer.minibatch_draws() - 1
         tokenizer = self.sample_sets["search"].tokenizer
         for task in self.tasks.values():
             if task.weight != 0:

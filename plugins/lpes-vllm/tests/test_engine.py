@@ -1,5 +1,5 @@
 """The plugin inside a running vLLM engine, on the embedded SmolLM2 (folders written by ``save_patched``): an
-all-ones schedule is the stock engine exactly, the factors change what it generates and agree with
+all-ones schedule is the stock engine (the same tokens; log-probs within the engine's own float noise), the factors change what it generates and agree with
 transformers + lpes, and neither prefix caching nor batching changes a patched output."""
 
 import pytest
@@ -20,9 +20,13 @@ def setup(tmp_path_factory):
     return paths, ids, engines
 
 
-def test_all_ones_is_the_stock_engine_exactly(setup):
+def test_all_ones_is_the_stock_engine(setup):
     _, ids, engines = setup
-    assert vllm_outputs(engines["ones"], ids, NEW_TOKENS) == vllm_outputs(engines["stock"], ids, NEW_TOKENS)
+    # the tables are the stock ones bit for bit; two engines' CPU kernels still differ in the last float32 bits
+    # from run to run (1e-6 nats seen under load), so the log-probs are compared to 1e-5
+    tokens, logprob_diff = agreement(vllm_outputs(engines["ones"], ids, NEW_TOKENS),
+                                     vllm_outputs(engines["stock"], ids, NEW_TOKENS))
+    assert tokens == 1.0 and logprob_diff <= 1e-5
 
 
 def test_the_factors_change_the_output_and_agree_with_transformers(setup):
