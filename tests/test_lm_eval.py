@@ -1,11 +1,9 @@
 """The ``lpes`` model type inside lm-evaluation-harness, offline: a local JSONL task on the embedded model."""
 
-import subprocess
-import sys
 
 import pytest
 
-from conftest import installed_plugin, model_block
+from conftest import installed_plugin, model_block, run_cli
 from lpes_framework.model.factors_file import factors_record, write_json_atomic
 
 pytestmark = pytest.mark.slow
@@ -86,14 +84,12 @@ def test_the_competitors_run_inside_the_harness(local_task, embedded_dirs, tmp_p
     assert max(abs(a - b) for a, b in zip(patched, hf)) > 1e-3
 
 
-def test_command_line_wrapper_knows_the_lpes_model(local_task, embedded_dirs, tmp_path):
+def test_command_line_wrapper_knows_the_lpes_model(local_task, embedded_dirs, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     model_dir, tok_dir = embedded_dirs
     factors = tmp_path / "f.json"
     write_json_atomic(factors, factors_record(model=model_block("smollm2"), scheme={"name": "ntk"}, factors=[1.2] * 30))
-    proc = subprocess.run(
-        [sys.executable, "-m", "lpes_framework.commands.lm_eval", "run", "--model", "lpes", "--model_args",
-         f"pretrained={model_dir},tokenizer={tok_dir},factors={factors}", "--tasks", "lpes_local_choice",
-         "--include_path", str(local_task), "--device", "cpu", "--batch_size", "2"],
-        capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "HF_DATASETS_OFFLINE": "1"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli("lpes_framework.commands.lm_eval", "run", "--model", "lpes", "--model_args",
+                   f"pretrained={model_dir},tokenizer={tok_dir},factors={factors}", "--tasks", "lpes_local_choice",
+                   "--include_path", str(local_task), "--device", "cpu", "--batch_size", "2")
     assert "lpes_local_choice" in proc.stdout and "acc" in proc.stdout

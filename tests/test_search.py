@@ -86,9 +86,10 @@ def test_refuses_to_overwrite_a_run_without_resume(ga_run):
 
 
 @pytest.mark.parametrize("executor", [["executor=local"], ["executor=ray", "executor.workers=2"]], ids=["local", "ray"])
-def test_sigkill_then_resume_repeats_and_loses_nothing(ga_run, tmp_path, executor):
-    if executor[0] == "executor=ray":
-        pytest.importorskip("ray")
+def test_sigkill_then_resume_repeats_and_loses_nothing(ga_run, tmp_path, executor, request):
+    if executor[0] == "executor=ray":  # the killed run and its resume join the session's instance (as on a cluster)
+        ray = request.getfixturevalue("ray_instance")
+        executor = [*executor, f"executor.address={ray.get_runtime_context().gcs_address}"]
     reference, _ = ga_run
     slow = [*TINY_SEARCH, *executor, f"hydra.run.dir={tmp_path}"]
     proc = subprocess.Popen([sys.executable, "-m", "lpes_framework", *slow], stdout=subprocess.DEVNULL,
