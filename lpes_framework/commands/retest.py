@@ -22,12 +22,14 @@ DEFAULT_MODEL = "qwen2.5-0.5b"
 
 
 def retest(preset: str, model: str, samples: int, split: str, threads: int, uniform: list[float] | None,
-           versus: list[str], out: Path | None, seed: int | None = None) -> tuple[dict, dict[str, str], str]:
+           versus: list[str], out: Path | None, seed: int | None = None,
+           progress: bool = False) -> tuple[dict, dict[str, str], str]:
     """(evaluate payload, method name of each file, task name): ``preset`` re-tested in its own regime
     next to the unpatched model, ``uniform`` factors and the ``versus`` files, with paired intervals of the
     preset minus each; ``out`` keeps the evaluate outputs and reuses the methods already scored there.
     ``seed`` draws the haystacks with another seed than the preset's search had (the seed picks the split's
-    haystacks): two searches run with different seeds are re-tested on the same ones that way."""
+    haystacks): two searches run with different seeds are re-tested on the same ones that way. ``progress``:
+    tqdm bars on stderr."""
     from ..config import compose_config
     from ..evaluation.comparison import uniform_method_name
     from ..model.choice import check_task_reads_no_files
@@ -46,7 +48,7 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
     task = recorded_task["name"]
     cfg = compose_config("evaluate", [f"model={model}", f"task={task}", f"split={split}",
                                       f"pos={record['scheme']['name']}",
-                                      f"threads={threads}", "progress=false", "resume=true",
+                                      f"threads={threads}", f"progress={str(progress).lower()}", "resume=true",
                                       f"methods.uniform=[{','.join(map(str, uniform))}]",
                                       f"methods.factors_files=[{','.join([preset, *versus])}]",
                                       "+task@extra_tasks.perplexity=perplexity"])
@@ -94,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     with contextlib.redirect_stdout(io.StringIO()) as table:
         payload, names, task = one_line_errors(retest)(args.preset, args.model, args.samples, args.split,
-                                                       args.threads, args.uniform, args.versus, args.out, args.seed)
+                                                       args.threads, args.uniform, args.versus, args.out, args.seed,
+                                                       progress=True)  # bars on stderr while the table waits
     name = names[args.preset]
     print(f"{name}, re-tested on {args.samples} {task} samples per gold position that no search saw ({args.split} "
           "split), against the unpatched model:")
