@@ -19,7 +19,7 @@ from lpes_framework.commands.retest import parser as retest_parser, retest
 
 def main() -> None:
     parser = retest_parser()
-    parser.description = __doc__
+    parser.prog, parser.description = "heldout_gain.py", __doc__
     args = parser.parse_args()
     from lpes_framework.commands.cli import one_line_errors
     from lpes_framework.evaluation.positions import end_positions
