@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from ..errors import LpesError
 
@@ -109,7 +109,11 @@ _LOG = TypeAdapter(LogRecord)
 
 
 class Row(_Record):
-    """One scored sample of an evaluate folder's ``rows.jsonl`` (``evaluation.results.ScoreRow``)."""
+    """One scored sample of an evaluate folder's ``rows.jsonl`` (``scoring.base.ScoreRow``). Its fields are
+    ScoreRow's, written by this package alone: an unknown key is a damaged one (a field renamed by a flipped
+    byte would otherwise leave the row its default draw, 0, silently)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
     position: Union[Count, Annotated[str, Field(min_length=1)]]
     logprob: Finite | None
     exact: bool
@@ -148,6 +152,16 @@ class Results(_Record):
     methods: Annotated[dict[str, Method], Field(min_length=1)]
     intervals: dict[str, dict[str, dict[str, Interval]]] = {}
     run: dict | None = None
+
+    @model_validator(mode="after")
+    def _scores_of_the_tasks(self):
+        """Every method is scored on exactly the recorded tasks (a task name changed in one place would leave a
+        reader looking up scores under a name they do not have)."""
+        for name, method in self.methods.items():
+            if set(method.scores) != set(self.tasks):
+                raise ValueError(f"method {name!r} is scored on tasks {sorted(method.scores)}, the file records "
+                                 f"{sorted(self.tasks)}")
+        return self
 
 
 class ModelBlock(_Record):
