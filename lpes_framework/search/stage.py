@@ -222,12 +222,13 @@ class Search:
             answers = self.evaluate(asked)
             before = opt.generation
             opt.tell(asked, answers)
-            if opt.generation > before:
+            moved = opt.generation > before  # a gradient step's fixed-split scoring is no step of its own
+            if moved:
                 entry = opt.progress(answers)
                 self.log.append(entry)
-            self._checkpoint()
-            if opt.generation > before:
-                best_genome, best = opt.best()
+            self._checkpoint()  # after every tell: a resume asks exactly what comes next
+            if moved:
+                best_genome, _ = opt.best()
                 if logger is not None:
                     logger.log_generation(opt.generation, entry, self.curve.factors(best_genome))
                 bar.update(opt.generation - before)
