@@ -26,7 +26,9 @@ def export(factors: str, model: str, out: Path) -> Path:
     record = load_checked(factors, identify(cfg))  # before any weights load
     scheme = build_scheme(record["scheme"])
     hf, tokenizer, _ = load_model(cfg)
-    with apply_layer_scaling(hf, record["factors"], scheme) as handle:
+    # a scheme that can be folded into the weights (head scales) leaves only its RoPE part to patch
+    install = getattr(scheme, "fold", None) or (lambda model, factors: apply_layer_scaling(model, factors, scheme))
+    with install(hf, record["factors"]) as handle:
         return save_self_contained(hf, handle, out, tokenizer, evidence=record.get("metrics"))
 
 

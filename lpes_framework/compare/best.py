@@ -23,7 +23,9 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     """The factors record of the search run's best candidate by its recorded search fitness (``uniform``:
     of those with one factor other than 1 in every layer: the uniform baseline a search tests its answer
     against)."""
-    from ..position.bands import band_count
+    from types import SimpleNamespace
+
+    from ..position import build_scheme, layer_width
     from ..position.curves import build_curve, uniform_scaling
 
     spec = read_spec(run)
@@ -38,7 +40,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
         raise LpesError(f"{run / 'evaluations.jsonl'} holds no scored {'uniform ' if uniform else ''}candidate")
     best = max(candidates, key=lambda r: r["outcome"]["fitness"])
     cfg = spec.cfg()
-    curve = build_curve(plain(cfg.curve), model["n_layers"], n_bands=band_count(plain(cfg.pos)))
+    curve = build_curve(plain(cfg.curve), model["n_layers"], n_bands=layer_width(build_scheme(plain(cfg.pos)), SimpleNamespace(**model)))
     return factors_record(model=model, scheme=plain(cfg.pos), factors=best["factors"], curve=curve.settings(),
                           genome=best["genome"], task=task_specs(cfg)[cfg.task.name],
                           metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
@@ -49,12 +51,12 @@ def fitted(path: Path, curve_cfg: dict) -> dict:
     import numpy as np
 
     from ..model.factors_file import load_factors
-    from ..position.bands import band_count
     from ..position.curves import build_curve
 
     record = load_factors(path)
     bounds = {k: record["curve"][k] for k in ("low", "high") if record.get("curve") and k in record["curve"]}
-    curve = build_curve(bounds | curve_cfg, len(record["factors"]), n_bands=band_count(record["scheme"]))
+    width = len(np.atleast_1d(record["factors"][0]))  # the file's own numbers per layer
+    curve = build_curve(bounds | curve_cfg, len(record["factors"]), n_bands=width)
     genome = curve.fit(record["factors"])
     factors = curve.factors(genome)
     change = factors - np.asarray(record["factors"])

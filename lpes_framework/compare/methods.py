@@ -10,8 +10,7 @@ from ..config import number, plain
 from ..errors import LpesError
 from ..evaluation.comparison import uniform_method_name
 from ..model.factors_file import is_preset, load_checked
-from ..position import build_scheme, check_scheme_for, validate_factors
-from ..position.bands import band_count
+from ..position import build_scheme, check_scheme_for, layer_width, validate_factors
 from ..position.curves import build_curve
 
 
@@ -49,7 +48,7 @@ def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | N
         check_scheme_for(build_scheme(options), info)
         methods[name] = (validate_factors([1.0] * n_layers, n_layers), options)
     if m.genomes:
-        curve = build_curve(plain(cfg.curve), n_layers, n_bands=band_count(scheme_cfg))
+        curve = build_curve(plain(cfg.curve), n_layers, n_bands=layer_width(build_scheme(scheme_cfg), info))
         for name, genome in m.genomes.items():
             genes = curve.checked(list(genome), f"methods.genomes.{name}")
             methods[f"{curve.name} {name}"] = (curve.factors(genes).tolist(), scheme_cfg)

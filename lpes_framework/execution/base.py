@@ -162,11 +162,12 @@ class Worker:
         return self._schemes[key]
 
     def curve(self, cfg: dict, scheme_cfg: dict):
-        """The curve of ``cfg``, one per wavelength band of the scheme ``scheme_cfg`` (its ``n_bands``, as
-        the search counts them)."""
+        """The curve of ``cfg`` over the numbers per layer of the scheme ``scheme_cfg`` on this model (its
+        ``layer_width``, as the search counts them)."""
+        from ..position import layer_width
         from ..position.curves import build_curve
 
-        n_bands = self.scheme(scheme_cfg).n_bands
+        n_bands = layer_width(self.scheme(scheme_cfg), self.info)
         key = repr((sorted(cfg.items()), n_bands))
         if key not in self._curves:
             self._curves[key] = build_curve(cfg, self.info.n_layers, n_bands=n_bands)

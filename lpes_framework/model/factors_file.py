@@ -27,11 +27,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..io import jsonio
 from ..io.atomic import write_atomic
 from ..io.records import check_factors_file
 from ..errors import LpesError
-from ..position import LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, validate_factors
+from ..position import (SCHEMES, LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, layer_width,
+                        validate_factors)
 from ..position.bands import check_width, factors_json
 
 SCHEMA = "lpes.factors"
@@ -45,6 +48,11 @@ def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = N
               "curve": curve, "genome": None if genome is None else [float(g) for g in genome],
               "factors": factors_json(factors), "metrics": metrics or {}}
     return record | ({"task": dict(task)} if task else {})
+
+
+def own_patch(name: str) -> bool:
+    """Whether ``name`` is a plugin scheme with its own patch (which decides its factors' width itself)."""
+    return name in SCHEMES.names() and isinstance(SCHEMES.get(name), type)
 
 
 def _number(value) -> bool:
@@ -73,8 +81,8 @@ def validate_record(record: Any, source: str) -> dict:
     bands = record["scheme"].get("bands")
     if bands is not None and not isinstance(bands, list):
         raise LpesError(f"{source}: the scheme's 'bands' must be a list of wavelengths, got {bands!r}")
-    if isinstance(values[0], tuple):  # validate_factors: every layer has the same width
-        check_width(len(values[0]), bands, source)
+    if isinstance(values[0], tuple) and not own_patch(record["scheme"]["name"]):  # validate_factors: one width
+        check_width(len(values[0]), bands, source)  # a scheme with its own patch checks it on the model
     check_factors_file(record, source)
     return record
 
@@ -157,7 +165,12 @@ def load_checked(path: str | os.PathLike, info, allow_foreign: bool = False) -> 
         validate_factors(record["factors"], info.n_layers)
     except LpesError as exc:
         raise LpesError(f"{source}: {exc}") from None
-    check_scheme_for(build_scheme(record["scheme"]), info)  # bad options or an unsupported model, before it loads
+    scheme = build_scheme(record["scheme"])
+    check_scheme_for(scheme, info)  # bad options or an unsupported model, before it loads
+    width, want = len(np.atleast_1d(record["factors"][0])), layer_width(scheme, info)
+    if width != want:
+        raise LpesError(f"{source}: its layer factors hold {width} numbers each; pos={record['scheme']['name']} "
+                        f"needs {want} on {info.name}")
     return record
 
 

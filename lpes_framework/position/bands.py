@@ -41,12 +41,6 @@ def check_bands(bands) -> tuple[float, ...]:
     return tuple(values)
 
 
-def band_count(scheme_cfg: dict) -> int:
-    """Numbers per layer factor under a scheme config (1 without ``bands``)."""
-    bands = scheme_cfg.get("bands")
-    return len(bands) + 1 if bands else 1
-
-
 def band_index(inv_freq: torch.Tensor, bands: Sequence[float]) -> torch.Tensor:
     """The band of each rotary dimension (0 .. len(bands)), by its wavelength in tokens."""
     wavelength = 2 * math.pi / inv_freq.double()

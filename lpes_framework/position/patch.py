@@ -260,6 +260,12 @@ def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: f
     return (emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)
 
 
+def traced_layer_scaling(model, factors: torch.Tensor, scheme: Scheme) -> PatchHandle:
+    """``TracedScaling``, or the traced patch of a plugin scheme with its own (``install_traced``)."""
+    install = getattr(scheme, "install_traced", None)
+    return install(model, factors) if install is not None else TracedScaling(model, factors, scheme)
+
+
 def apply_layer_scaling(model, factors: Sequence[float], scheme: Scheme) -> LayerScaling:
     """Give decoder layer l the RoPE factor ``factors[l]`` under ``scheme``; returns a removable handle."""
     install = getattr(scheme, "install", None)

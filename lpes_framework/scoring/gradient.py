@@ -26,7 +26,7 @@ forward that writes a cache (a shared prefix) keeps its activations: replaying i
 the cache a second time.
 
 Genes -> factors -> tables go through the curve's and the scheme's torch code (``Curve.factors_tensor``,
-``TracedScaling``); each unit of work (a shared prefix with all its questions, or a batch of prompts
+``TracedScaling`` or a plugin scheme's ``install_traced``); each unit of work (a shared prefix with all its questions, or a batch of prompts
 that share nothing) is backpropagated to a leaf holding the layer factors, and the factors' gradient
 is carried to the genes once at the end.
 """
@@ -134,7 +134,7 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
     rows are ``baseline`` (same order); ``checkpoint_layers``: recompute layer activations in the backward
     pass instead of keeping them (``checkpointed_layers``)."""
 
-    from ..position import TracedScaling
+    from ..position import traced_layer_scaling
 
     genes_t = torch.tensor(np.asarray(genes, dtype=float), dtype=torch.float64, requires_grad=True)
     factors_t = curve.factors_tensor(genes_t)
@@ -142,7 +142,7 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
     total = 0.0
     rows: dict[str, list[ScoreRow]] = {}
     memory = checkpointed_layers(model) if checkpoint_layers else nullcontext()
-    with frozen_weights(model), TracedScaling(model, leaf, scheme), memory, torch.enable_grad():
+    with frozen_weights(model), traced_layer_scaling(model, leaf, scheme), memory, torch.enable_grad():
         for task, items in encoded.items():
             coef = coefficients[task]
             base = baseline[task]

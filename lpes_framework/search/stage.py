@@ -28,7 +28,7 @@ from ..io.store import RunLock, RunStore, cache_key
 from ..model.load import identify
 from ..optim import build_optimizer
 from ..optim.base import Gradient, GradientRequest
-from ..position import build_scheme, check_scheme_for, is_identity, require_gradient
+from ..position import build_scheme, check_scheme_for, is_identity, layer_width, require_gradient
 from ..position.bands import factors_json
 from ..position.curves import build_curve, uniform_scaling
 from ..registry import EXECUTORS, LOGGERS
@@ -50,7 +50,7 @@ class Search:
         self.model_id = identify(cfg.model)  # the model's identity, from its config alone
         check_scheme_for(self.scheme, self.model_id)
         self.spec = RunSpec(command="search", config=plain(cfg), model=self.model_id.as_dict())
-        self.curve = build_curve(plain(cfg.curve), self.model_id.n_layers, n_bands=self.scheme.n_bands)
+        self.curve = build_curve(plain(cfg.curve), self.model_id.n_layers, n_bands=layer_width(self.scheme, self.model_id))
         self.optimizer_cfg = plain(cfg.optimizer)
         self.optimizer = build_optimizer(self.optimizer_cfg, self.curve, int(cfg.seed))
         self.gradient = getattr(self.optimizer, "needs_gradient", False)

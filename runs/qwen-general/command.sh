@@ -14,7 +14,9 @@
 set -eo pipefail
 START=${START:-qwen2.5-coder-0.5b}
 run=runs/qwen-general/${RUN:-from-kv}
-mdqa=runs/qwen-transfer/mdqa-capitals-20_docs.jsonl.gz
+# The run from the KV preset recorded the file where it lay then (docs/runs/...); resume it with that path in
+# MDQA (a link from docs/runs/qwen-transfer to runs/qwen-transfer gives the same file).
+mdqa=${MDQA:-runs/qwen-transfer/mdqa-capitals-20_docs.jsonl.gz}
 python -m lpes_framework experiment=qwen-gradient pos=ntk '+pos.bands=[128,2048]' optimizer.start=$START \
     optimizer.schedule=cosine optimizer.lr=0.03 optimizer.lr_min=0.003 optimizer.steps=20 optimizer.eval_every=10 \
     optimizer.contexts_per_step=2 optimizer.checkpoint_layers=true validation.top_k=2 fitness.normalise=true task.samples_per_position=10 \

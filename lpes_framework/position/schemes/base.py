@@ -58,7 +58,10 @@ class BoundScheme:
     The result may depend on the length only beyond ``spec.max_position`` (as dynamic NTK does): the
     patch reuses one result for every length inside the trained window. A plugin whose scheme is not one
     table per layer registers a class instead; its instances provide ``install(model, factors) -> handle``
-    and the same attributes (``identity_at_one`` and ``differentiable`` may be left out: False).
+    and the same attributes (``identity_at_one`` and ``differentiable`` may be left out: False). Such a class
+    may also say how many numbers each layer's factor holds for a model (``width(info)``: a head-wise scheme
+    has one per head) and give the gradient optimizer a patch whose factors carry a gradient
+    (``install_traced(model, factors_tensor)``, with ``differentiable = True``).
     """
 
     fn: Callable[..., "tuple[torch.Tensor, float]"]  # (spec, factor, seq_len) with the options bound
@@ -169,6 +172,13 @@ def _differentiable(scheme, toy: RopeSpec) -> bool:
     factor = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
     inv_freq, _ = scheme(toy, factor, 8)
     return traced(inv_freq)
+
+
+def layer_width(scheme, info) -> int:
+    """Numbers per layer factor of ``scheme`` on the model ``info`` (``ModelInfo``): its bands, or what a
+    plugin scheme with its own patch says it needs for this model (``width``)."""
+    width = getattr(scheme, "width", None)
+    return int(width(info)) if width is not None else scheme.n_bands
 
 
 def require_gradient(scheme) -> None:
