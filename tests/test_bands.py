@@ -175,3 +175,53 @@ def test_a_uniform_method_under_a_banded_scheme_is_keyed_as_the_unbanded_one():
     cfg = compose_config("evaluate", ["model=tiny", "pos=ntk", "+pos.bands=[100]", "methods.uniform=[1.5]"])
     methods = plan_methods(cfg, {"name": "ntk", "bands": [100]}, identify(cfg.model))
     assert methods["uniform ntk 1.5"] == ([1.5] * 4, {"name": "ntk"})  # rows shared with pos=ntk's
+
+
+def test_per_frequency_bands_give_every_rotary_frequency_its_own_band():
+    from lpes_framework.model.info import ModelInfo
+    from lpes_framework.position.bands import band_index, check_occupied, default_inv_freq, resolve_bands
+
+    qwen = ModelInfo("q", "Qwen2ForCausalLM", 24, 14, 2, 64, 1e6, "default", 32768)
+    cfg = resolve_bands({"name": "ntk", "bands": "per_frequency"}, qwen)
+    inv_freq = default_inv_freq(qwen)
+    assert len(cfg["bands"]) == 31 and cfg["name"] == "ntk"
+    assert band_index(inv_freq.float(), cfg["bands"]).tolist() == list(range(32))  # dimension d is band d
+    check_occupied(inv_freq, cfg["bands"], "qwen")
+    assert resolve_bands({"name": "ntk", "bands": [128, 2048]}, qwen) == {"name": "ntk", "bands": [128, 2048]}
+    with pytest.raises(LpesError, match="filled in from a model's config"):
+        build_scheme({"name": "ntk", "bands": "per_frequency"})
+    gemma = ModelInfo("g", "Gemma3ForCausalLM", 4, 4, 1, 16, None, "default", 256)
+    with pytest.raises(LpesError, match="no single rope_theta"):
+        resolve_bands({"name": "ntk", "bands": "per_frequency"}, gemma)
+
+
+def test_a_search_with_a_factor_per_frequency_records_its_bands(tmp_path):
+    proc = run_cli("lpes_framework", *TINY_TASK, "optimizer=gradient", "optimizer.steps=2", "optimizer.eval_every=2",
+                   "optimizer.smoothness=1.0", "pos=ntk", "+pos.bands=per_frequency", "curve=free",
+                   "validation.top_k=1", "validation.bootstrap_resamples=200", f"hydra.run.dir={tmp_path}")
+    record = json.loads((tmp_path / "best_factors.json").read_text())
+    assert len(record["scheme"]["bands"]) == 7  # the tiny model's 8 rotary frequencies (head size 16)
+    assert {len(f) for f in record["factors"]} == {8}, proc.stdout
+
+
+def test_a_file_redrawn_on_finer_bands_computes_the_same(tmp_path):
+    from lpes_framework.model.factors_file import apply_factors_file
+    from lpes_framework.model.info import identify_loaded
+
+    model = tiny_model("llama", layers=4)
+    factors = np.random.default_rng(0).uniform(0.6, 2.0, (4, 2)).tolist()
+    write_json_atomic(tmp_path / "coarse.json", factors_record(
+        model=identify_loaded(model).as_dict(), scheme={"name": "ntk", "bands": [20.0]}, factors=factors))
+    run_cli("lpes_framework.commands.factors", str(tmp_path / "coarse.json"), "--bands", "per_frequency",
+            "--out", str(tmp_path / "fine.json"))
+    fine = load_factors(tmp_path / "fine.json")
+    assert len(fine["scheme"]["bands"]) == 7 and {len(f) for f in fine["factors"]} == {8}
+    ids = torch.randint(3, 90, (1, 60), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        with apply_factors_file(model, tmp_path / "coarse.json"):
+            coarse_logits = model(ids).logits
+        with apply_factors_file(model, tmp_path / "fine.json"):
+            assert torch.equal(model(ids).logits, coarse_logits)
+    straddles = run_cli("lpes_framework.commands.factors", str(tmp_path / "coarse.json"), "--bands", "[10, 1000]",
+                        "--out", str(tmp_path / "bad.json"), check=False)
+    assert straddles.returncode == 2 and "do not refine" in straddles.stderr

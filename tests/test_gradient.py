@@ -355,3 +355,40 @@ def test_minibatch_draws_beyond_a_files_records_are_one_line(tmp_path):
 
     with pytest.raises(LpesError, match="too few for draw 5000"):
         task.encode("search", Chars())
+
+
+def test_the_smoothness_penalty_is_zero_for_uniform_schedules_and_its_gradient_is_exact():
+    from lpes_framework.optim.gradient import smoothness_penalty
+
+    curve = build_curve({"name": "free", "low": 0.5, "high": 3.0}, 4, n_bands=3)
+    rough = np.random.default_rng(1).uniform(0.6, 2.5, 12)
+    assert smoothness_penalty(curve, rough, rough) == (0.0, pytest.approx(np.zeros(12)))  # no change, no penalty
+    ones = curve.uniform(1.0)
+    assert smoothness_penalty(curve, curve.uniform(1.7), ones) == (0.0, pytest.approx(np.zeros(12)))
+    genes = np.random.default_rng(0).uniform(0.6, 2.5, 12)
+    value, grad = smoothness_penalty(curve, genes, rough)
+    table = np.log(curve.factors(genes)) - np.log(curve.factors(rough))
+    assert value == pytest.approx((np.diff(table, axis=0) ** 2).sum() + (np.diff(table, axis=1) ** 2).sum())
+    eps = 1e-6
+    numeric = [(smoothness_penalty(curve, genes + eps * e, rough)[0] - smoothness_penalty(curve, genes - eps * e, rough)[0])
+               / (2 * eps) for e in np.eye(12)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_smoothness_pulls_neighbouring_changes_together():
+    from lpes_framework.optim.base import Gradient
+    from lpes_framework.optim.gradient import GradientAscent
+
+    curve = build_curve({"name": "free", "low": 0.5, "high": 3.0}, 4, n_bands=2)
+    pull = np.array([1.0] * 4 + [-1.0] * 4)  # genes band by band: the objective pulls the two bands apart
+    spread = []
+    for weight in (0.0, 10.0):  # Adam scales each gene's step: the penalty acts once it outweighs the pull
+        opt = GradientAscent(curve, lr=0.05, steps=4, eval_every=4, start=1.0, smoothness=weight)
+        opt.scored = True
+        for _ in range(4):
+            (request,) = opt.ask()
+            opt.tell([request], [Gradient(0.0, pull.tolist())])
+        spread.append(float(np.ptp(np.log(curve.factors(opt.genes())), axis=1).mean()))
+    assert spread[1] < spread[0] / 2
+    with pytest.raises(LpesError, match="smoothness must be a finite number >= 0"):
+        GradientAscent(curve, smoothness=-1.0)

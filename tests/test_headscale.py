@@ -117,3 +117,26 @@ def test_refusals_are_one_line_and_early(plugin):
         build_scheme({"name": "headscale", "base": {"name": "headscale"}})
     with pytest.raises(LpesError, match="needs 4 layer factors of 4 numbers"):
         apply_layer_scaling(tiny_model("llama"), [(1.0, 1.0)] * 4, build_scheme({"name": "headscale"}))
+
+
+def test_a_stacked_start_computes_what_its_rope_file_does(plugin, tmp_path):
+    from lpes_headscale.stack import main, stacked_start
+
+    from lpes_framework.model.factors_file import apply_factors_file, factors_record, write_json_atomic
+
+    model = tiny_model("qwen2", layers=4)
+    rope = {"name": "ntk", "bands": [8.0]}
+    write_json_atomic(tmp_path / "rope.json", factors_record(model=identify_loaded(model).as_dict(), scheme=rope,
+                                                             factors=random_factors(2)))
+    main([str(tmp_path / "rope.json"), "--out", str(tmp_path / "start.json")])
+    start = json.loads((tmp_path / "start.json").read_text())
+    assert start["scheme"] == {"name": "headscale", "per": "head", "base": rope}
+    assert {len(f) for f in start["factors"]} == {2 + 4}
+    ids = torch.randint(3, 90, (1, 40), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        with apply_factors_file(model, tmp_path / "rope.json"):
+            expected = model(ids).logits
+        with apply_factors_file(model, tmp_path / "start.json"):
+            assert torch.equal(model(ids).logits, expected)
+    with pytest.raises(LpesError, match="brings its own patch"):
+        stacked_start(str(tmp_path / "start.json"))

@@ -3,6 +3,7 @@
     lpes factors <search run> [--uniform] --out best.json
     lpes factors <evaluate folder> --baseline <search run> --out best.json
     lpes factors <factors file> --fit bezier [--control-points 4] --out fitted.json
+    lpes factors <factors file> --bands per_frequency --out finer.json
 
 A search writes ``best_factors.json`` itself, after validation; this is for the runs that stop short of
 it (a search-efficiency comparison, a killed search) and for tuning sweeps: ``evaluate`` on the search
@@ -16,6 +17,9 @@ split with several uniform factors, whose best by the search's fitness becomes t
   factors are closest to the file's in least squares, as a factors file of its own (``metrics.fit``: the
   source, the largest and the root-mean-square factor change): does a few-gene curve lose what a free
   search found? Re-test it held out like any other file.
+- ``--bands <wavelengths or per_frequency>`` on a factors file: the same schedule on finer bands (each new
+  band takes the factor of the old band holding its rotary dimensions: the model computes the same), the
+  start of a finer search (``optimizer.start=finer.json`` with ``pos.bands`` set alike).
 - An evaluate folder: every patched method in ``results.json`` is scored by the fitness against the
   folder's ``unpatched`` row with the default fitness weights, or, with ``--baseline`` (a search run on
   the same split and samples: a tuning sweep judged the way that search judged its candidates), against
@@ -28,7 +32,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..compare.best import best_candidate, best_method, fitted
+from ..compare.best import best_candidate, best_method, fitted, rebanded
 from ..errors import LpesError
 from ..model.factors_file import write_json_atomic
 from .cli import one_line_errors
@@ -46,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
                                                                 "other than 1 in every layer)")
     parser.add_argument("--fit", help="a curve (e.g. bezier) to redraw the factors file in")
     parser.add_argument("--control-points", type=int, help="--fit bezier: control points (default 4: cubic)")
+    parser.add_argument("--bands", help="finer bands to redraw the factors file on: per_frequency or a JSON list "
+                                        "of wavelengths")
     parser.add_argument("--out", type=Path, required=True, help="the factors file to write")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)  # a new run folder for the file, as every command makes its own
@@ -53,6 +59,13 @@ def main(argv: list[str] | None = None) -> None:
         raise LpesError("--control-points is for --fit (e.g. --fit bezier --control-points 5)")
     if args.fit and (args.uniform or args.baseline is not None):
         raise LpesError("--fit redraws a factors file; --uniform and --baseline choose from a run")
+    if args.bands:
+        if args.fit or args.uniform or args.baseline is not None:
+            raise LpesError("--bands redraws a factors file on finer bands; give it alone")
+        record = rebanded(args.run, args.bands if args.bands == "per_frequency" else _wavelengths(args.bands))
+        write_json_atomic(args.out, record)
+        print(f"wrote {args.out}: {len(record['scheme']['bands']) + 1} bands a layer")
+        return
     if args.fit:
         cfg = {"name": args.fit} | ({} if args.control_points is None else {"control_points": args.control_points})
         record = fitted(args.run, cfg)
@@ -70,6 +83,15 @@ def main(argv: list[str] | None = None) -> None:
     write_json_atomic(args.out, record)
     print(f"wrote {args.out}: {len(record['factors'])} factors under {record['scheme']['name']}"
           + (f" ({record['metrics']['search']['chosen']})" if not search else ""))
+
+
+def _wavelengths(text: str) -> list:
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise LpesError(f"--bands must be per_frequency or a JSON list of wavelengths, e.g. [64,512,4096]; got {text!r}") from None
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     from types import SimpleNamespace
 
     from ..position import build_scheme, layer_width
+    from ..position.bands import resolve_bands
     from ..position.curves import build_curve, uniform_scaling
 
     spec = read_spec(run)
@@ -40,8 +41,10 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
         raise LpesError(f"{run / 'evaluations.jsonl'} holds no scored {'uniform ' if uniform else ''}candidate")
     best = max(candidates, key=lambda r: r["outcome"]["fitness"])
     cfg = spec.cfg()
-    curve = build_curve(plain(cfg.curve), model["n_layers"], n_bands=layer_width(build_scheme(plain(cfg.pos)), SimpleNamespace(**model)))
-    return factors_record(model=model, scheme=plain(cfg.pos), factors=best["factors"], curve=curve.settings(),
+    info = SimpleNamespace(**model)
+    scheme_cfg = resolve_bands(plain(cfg.pos), info)
+    curve = build_curve(plain(cfg.curve), model["n_layers"], n_bands=layer_width(build_scheme(scheme_cfg), info))
+    return factors_record(model=model, scheme=scheme_cfg, factors=best["factors"], curve=curve.settings(),
                           genome=best["genome"], task=task_specs(cfg)[cfg.task.name],
                           metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
 
@@ -65,6 +68,26 @@ def fitted(path: Path, curve_cfg: dict) -> dict:
     return factors_record(model=record["model"], scheme=record["scheme"], factors=factors.tolist(),
                           curve=curve.settings(), genome=[float(g) for g in genome], task=record.get("task"),
                           metrics={"fit": fit}) | ({"run": record["run"]} if "run" in record else {})
+
+
+def rebanded(path: Path, bands) -> dict:
+    """The factors file at ``path`` on finer wavelength bands (a list, or ``per_frequency``: one per rotary
+    frequency of its model), the same schedule (``bands.refine_bands``): a finer search's start."""
+    from types import SimpleNamespace
+
+    from ..model.factors_file import load_factors
+    from ..position.bands import check_bands, default_inv_freq, factor_table, refine_bands, resolve_bands
+
+    record = load_factors(path)
+    info = SimpleNamespace(**({"name": str(path)} | record["model"]))
+    scheme = resolve_bands(record["scheme"] | {"bands": bands}, info)
+    inv_freq = default_inv_freq(info)
+    if inv_freq is None:
+        raise LpesError(f"{path}: its model block gives no rope_theta and head size to place the bands on")
+    table = refine_bands(factor_table(record["factors"]), inv_freq, record["scheme"].get("bands"),
+                         check_bands(scheme["bands"]))
+    return factors_record(model=record["model"], scheme=scheme, factors=table.tolist(), task=record.get("task"),
+                          metrics={"rebanded_from": str(path)}) | ({"run": record["run"]} if "run" in record else {})
 
 
 def best_method(folder: Path, baseline: Path | None = None) -> dict:

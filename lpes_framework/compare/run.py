@@ -25,6 +25,7 @@ from ..io.store import JsonLog, RunLock, read_rows
 from ..model.factors_file import write_json_atomic
 from ..model.load import identify
 from ..position import build_scheme, check_scheme_for
+from ..position.bands import resolve_bands
 from ..report.plots import plot_by_position
 from .methods import interval_pairs, plan_methods
 from .rows import method_key, scored_before
@@ -36,10 +37,10 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     its scores were made from (a caller that analyses rows takes these, not a lookup by name), and ``comparison``
 (those rows with their intervals)."""
     prepare(cfg)
-    scheme_cfg = plain(cfg.pos)
+    info = identify(cfg.model)
+    scheme_cfg = resolve_bands(plain(cfg.pos), info)
     scheme = build_scheme(scheme_cfg)
     tasks = build_tasks(cfg)
-    info = identify(cfg.model)
     check_scheme_for(scheme, info)
     methods = plan_methods(cfg, scheme_cfg, info)
     sample_sets = encode_splits(cfg, tasks, [cfg.split], info=info)  # prompts checked before any weights load

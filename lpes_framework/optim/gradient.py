@@ -17,6 +17,14 @@ fresh Adam moments; the data cursor runs on. Everything that decides the next st
 ``state_dict`` (genes, moments, step, restart, cursor, whether the current genes were scored, generator),
 so a killed run resumes exactly. The start (``start``: a factor, a factors file or a preset) is resolved
 when the optimizer is built, before any weights load.
+
+``smoothness`` (>= 0) subtracts ``smoothness * S`` from every step's objective, where S sums the squared
+differences, between neighbouring bands of a layer and between neighbouring layers of a band, of the log
+factors' change from the start (``start``; ``smoothness_penalty``): with a factor per layer per rotary
+frequency (hundreds of genes, ``pos.bands: per_frequency``), a few minibatches would otherwise fit each gene
+to their noise. Penalising the change, not the factors, leaves a rough start (a searched preset) where it is
+and asks the search to move it by a smooth field; from all ones the two are the same. It costs no forward
+pass (a function of the genes alone).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 from ..errors import LpesError, is_number
 from ..registry import OPTIMIZERS
@@ -49,6 +58,19 @@ def start_genes(start, curve) -> np.ndarray:
     return curve.repair(record["genome"]) if same_space else curve.fit(factors)
 
 
+def smoothness_penalty(curve, genes, origin) -> tuple[float, np.ndarray]:
+    """(S, dS / d genes) at ``genes``: the sum of squared differences of the log factors' change from
+    ``origin``'s (genes) between neighbouring bands of each layer and between neighbouring layers of each band."""
+    def log_table(values):
+        return curve.factors_tensor(values).reshape(curve.n_layers, -1).log()
+
+    traced = torch.tensor(np.asarray(genes, dtype=float), dtype=torch.float64, requires_grad=True)
+    table = log_table(traced) - log_table(torch.tensor(np.asarray(origin, dtype=float), dtype=torch.float64))
+    value = table.diff(dim=1).square().sum() + table.diff(dim=0).square().sum()
+    value.backward()
+    return float(value.detach()), traced.grad.numpy().copy()
+
+
 SCHEDULES = ("constant", "cosine")
 
 
@@ -67,7 +89,7 @@ class GradientAscent(Optimizer):
     def __init__(self, curve, *, lr: float = 0.05, steps: int = 40, contexts_per_step: int = 2, eval_every: int = 10,
                  restarts: int = 1, restart_sigma: float = 0.1, betas=(0.9, 0.999), eps: float = 1e-8,
                  schedule: str = "constant", lr_min: float = 0.0, start=None, checkpoint_layers: bool = False,
-                 seed: int = 0):
+                 smoothness: float = 0.0, seed: int = 0):
         self.steps = _positive("steps", steps, integer=True)
         self.restarts = _positive("restarts", restarts, integer=True)
         super().__init__(curve, generations=self.steps * self.restarts, seed=seed)
@@ -90,6 +112,9 @@ class GradientAscent(Optimizer):
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise LpesError(f"gradient: betas must be two numbers in [0, 1), got {list(betas)}")
         self.eps = _positive("eps", eps)
+        self.smoothness = float(smoothness) if is_number(smoothness) else math.nan
+        if not (math.isfinite(self.smoothness) and self.smoothness >= 0):
+            raise LpesError(f"gradient: smoothness must be a finite number >= 0, got {smoothness!r}")
         self.start = 1.0 if start is None else start  # None (the YAML's null): the unpatched model
         self.low, self.high = math.log(curve.low), math.log(curve.high)
         self.restart = 0
@@ -147,8 +172,12 @@ class GradientAscent(Optimizer):
     def tell(self, asked: list, answers: list) -> None:
         (request,), (answer,) = asked, answers
         if isinstance(answer, Gradient):
-            self.objective = answer.value
-            self._update(answer.gradient)
+            value, gradient = answer.value, np.asarray(answer.gradient, dtype=float)
+            if self.smoothness:
+                penalty, slope = smoothness_penalty(self.curve, request.genome, np.exp(self.origin))
+                value, gradient = value - self.smoothness * penalty, gradient - self.smoothness * slope
+            self.objective = value
+            self._update(gradient)
             return
         self.history[genome_key(request)] = (list(map(float, request)), answer)
         self.scored, self.scored_fitness = True, answer.fitness

@@ -7,6 +7,10 @@ numbers, and dimension d takes the scheme's frequencies computed with its band's
 
     inv_freq'_d = scheme(spec, factor[band(d)], L).inv_freq_d
 
+``bands: per_frequency`` gives every rotary frequency its own band (a factor per layer per frequency): the
+boundaries are the geometric means of neighbouring wavelengths of the model at hand, filled in from its
+config before anything is built (``resolve_bands``), so factors files record the explicit list.
+
 So a band-wise schedule nests the scalar one: B equal numbers give exactly the scalar factor's tables
 (every band reads the same result), and a plain number still works under a banded scheme (every band
 takes it, which is how uniform baselines and presets apply). The scheme's own per-dimension rule stays in
@@ -27,8 +31,37 @@ import torch
 from ..errors import LpesError, is_number
 
 
+PER_FREQUENCY = "per_frequency"
+
+
+def default_inv_freq(info) -> torch.Tensor | None:
+    """A model's RoPE frequencies from its config (``ModelInfo``): the default rule from ``rope_theta`` and the
+    rotary part of the head; None where the config gives no single base (per-layer-type bases, Gemma3)."""
+    if not info.rope_theta or not info.head_dim:
+        return None
+    dim = int(info.head_dim * (info.rope_parameters or {}).get("partial_rotary_factor", 1.0))
+    return 1.0 / info.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+
+
+def resolve_bands(scheme_cfg: dict, info) -> dict:
+    """``scheme_cfg`` with ``bands: per_frequency`` replaced by the model's boundaries: one band per rotary
+    frequency, split at the geometric mean of neighbouring wavelengths (any other config as it is)."""
+    if scheme_cfg.get("bands") != PER_FREQUENCY:
+        return scheme_cfg
+    inv_freq = default_inv_freq(info)
+    if inv_freq is None:
+        raise LpesError(f"pos.bands={PER_FREQUENCY}: {info.name}'s config gives no single rope_theta and head size "
+                        "to read its frequencies from; give pos.bands as a list of wavelengths")
+    wavelengths = (2 * math.pi / inv_freq).sort().values
+    boundaries = (wavelengths[1:] * wavelengths[:-1]).sqrt()
+    return scheme_cfg | {"bands": [round(float(b), 6) for b in boundaries]}
+
+
 def check_bands(bands) -> tuple[float, ...]:
     """Band boundaries as given in a scheme config: a non-empty increasing list of positive wavelengths."""
+    if bands == PER_FREQUENCY:
+        raise LpesError(f"pos.bands={PER_FREQUENCY} is filled in from a model's config (search and evaluate do it); "
+                        "here give the list of wavelengths")
     if isinstance(bands, (str, bytes)) or not isinstance(bands, Sequence) or not bands:
         raise LpesError(f"bands must be a non-empty list of wavelengths in tokens, e.g. [64, 1024]; got {bands!r}")
     values = []
@@ -86,6 +119,22 @@ def banded(scheme, bands: tuple[float, ...], name: str):
     return run
 
 
+def refine_bands(table: np.ndarray, inv_freq: torch.Tensor, old: Sequence[float] | None, new: Sequence[float]) -> np.ndarray:
+    """A (layers, old bands) schedule on finer bands ``new``: each new band takes the factor of the old band
+    its rotary dimensions lie in, so the model's tables are the same. A new band whose dimensions lie in two
+    old bands is not a refinement and is refused."""
+    check_occupied(inv_freq, new, "this model")
+    was, now = band_index(inv_freq, old or ()), band_index(inv_freq, new)
+    source = []
+    for band in range(len(new) + 1):
+        olds = was[now == band].unique().tolist()
+        if len(olds) > 1:
+            raise LpesError(f"bands {list(new)} do not refine {list(old or [])}: band {band} holds dimensions of "
+                            f"old bands {olds}")
+        source.append(olds[0])
+    return table[:, source]
+
+
 def check_occupied(inv_freq: torch.Tensor, bands: Sequence[float], model: str) -> None:
     """Refuse bands that hold no rotary dimension of a model: their factors would change nothing, and a
     search would spend genes on them."""
@@ -103,10 +152,9 @@ def model_band_check(bands: tuple[float, ...]):
     on the model's own frequencies, which rope types such as llama3 reshape)."""
 
     def check_model(info) -> None:
-        if not info.rope_theta or not info.head_dim:
-            return  # per-layer-type bases (Gemma3): only the patch's check applies
-        dim = int(info.head_dim * (info.rope_parameters or {}).get("partial_rotary_factor", 1.0))
-        check_occupied(1.0 / info.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim), bands, info.name)
+        inv_freq = default_inv_freq(info)
+        if inv_freq is not None:  # per-layer-type bases (Gemma3): only the patch's check applies
+            check_occupied(inv_freq, bands, info.name)
 
     return check_model
 

@@ -19,6 +19,8 @@ def fingerprint(data: dict, objectives: int) -> dict:
         data["fitness"] = {k: v for k, v in (data.get("fitness") or {}).items() if k != "normalise"}
     # a resume may extend the run, and may switch layer checkpointing (memory only: the same gradients)
     data["optimizer"] = {k: v for k, v in data["optimizer"].items() if k not in ("generations", "checkpoint_layers")}
+    if not data["optimizer"].get("smoothness"):  # off, as gradient runs recorded before the option are
+        data["optimizer"].pop("smoothness", None)
     return data
 
 

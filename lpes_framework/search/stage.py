@@ -29,7 +29,7 @@ from ..model.load import identify
 from ..optim import build_optimizer
 from ..optim.base import Gradient, GradientRequest
 from ..position import build_scheme, check_scheme_for, is_identity, layer_width, require_gradient
-from ..position.bands import factors_json
+from ..position.bands import factors_json, resolve_bands
 from ..position.curves import build_curve, uniform_scaling
 from ..registry import EXECUTORS, LOGGERS
 from ..report.loggers import build_logger
@@ -43,11 +43,11 @@ class Search:
     def __init__(self, cfg: DictConfig, out_dir: Path):
         prepare(cfg)
         self.cfg, self.out = cfg, Path(out_dir)
-        self.scheme_cfg = plain(cfg.pos)
+        self.model_id = identify(cfg.model)  # the model's identity, from its config alone
+        self.scheme_cfg = resolve_bands(plain(cfg.pos), self.model_id)
         self.scheme = build_scheme(self.scheme_cfg)  # bad options are refused now
         specs = task_specs(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
-        self.model_id = identify(cfg.model)  # the model's identity, from its config alone
         check_scheme_for(self.scheme, self.model_id)
         self.spec = RunSpec(command="search", config=plain(cfg), model=self.model_id.as_dict())
         self.curve = build_curve(plain(cfg.curve), self.model_id.n_layers, n_bands=layer_width(self.scheme, self.model_id))
