@@ -43,14 +43,15 @@ COLUMNS = {
 }
 
 
-def methods(general: str | None) -> dict[str, str | None]:
-    """Row label -> factors file (None: the unpatched model and the uniform scaling, scored by evaluate)."""
+def methods(general: str | None, also: dict[str, str] | None = None) -> dict[str, str | None]:
+    """Row label -> factors file (None: the unpatched model and the uniform scaling, scored by evaluate);
+    ``also``: more rows (label -> factors file), e.g. learned head scales or a finer search's answer."""
     rows = {"unpatched": None, "uniform ntk 1.5": None, "KV preset": KV_PRESET}
     if general:
         rows["general preset"] = general
     rows["Found-in-the-Middle"] = str(COMPETITORS / "fim-best" / "best_factors.json")
     rows["PosScale"] = str(COMPETITORS / "posscale-best" / "best_factors.json")
-    return rows
+    return rows | (also or {})
 
 
 def score_column(name: str, rows: dict[str, str | None], out: Path, threads: int, haystacks: int | None) -> dict:
@@ -95,6 +96,9 @@ def main() -> None:
     parser.add_argument("--general", help="the general preset (name or factors file); default: the shipped "
                         f"{GENERAL_PRESET} where it exists")
     parser.add_argument("--row", help="the row the last line summarises (default: general preset, else KV preset)")
+    parser.add_argument("--also", nargs="*", default=[], metavar="LABEL=FILE",
+                        help="more rows: a label and a factors file each (e.g. 'head scales=runs/qwen-headscale/"
+                             "search/best_factors.json'; plugin schemes need their package installed)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40)")
     args = parser.parse_args()
@@ -103,7 +107,10 @@ def main() -> None:
     from lpes_framework.compare.methods import file_method_names
 
     general = args.general or (GENERAL_PRESET if is_preset(GENERAL_PRESET) else None)
-    rows = methods(general)
+    also = dict(item.split("=", 1) for item in args.also if "=" in item)
+    if len(also) != len(args.also):
+        raise SystemExit("error: --also takes LABEL=FILE pairs")
+    rows = methods(general, also)
     if args.methods:
         unknown = set(args.methods) - set(rows)
         if unknown:

@@ -140,3 +140,27 @@ def test_a_stacked_start_computes_what_its_rope_file_does(plugin, tmp_path):
             assert torch.equal(model(ids).logits, expected)
     with pytest.raises(LpesError, match="brings its own patch"):
         stacked_start(str(tmp_path / "start.json"))
+
+
+def test_export_folds_the_scales_into_o_proj(plugin, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from lpes_framework.commands.export import export
+    from lpes_framework.config import compose_config
+    from lpes_framework.model.factors_file import apply_factors_file, factors_record, write_json_atomic
+    from lpes_framework.model.load import load_model
+
+    cfg = compose_config("config", ["model=tiny"]).model
+    model, _, info = load_model(cfg)
+    scheme = build_scheme(STACKED)
+    write_json_atomic(tmp_path / "stacked.json", factors_record(
+        model=info.as_dict(), scheme=STACKED, factors=random_factors(layer_width(scheme, info), layers=info.n_layers)))
+    ids = torch.randint(3, 90, (1, 50), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad(), apply_factors_file(model, tmp_path / "stacked.json"):
+        hooked = model(ids).logits
+    folder = export(str(tmp_path / "stacked.json"), "tiny", tmp_path / "model")
+    exported = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
+    config = json.loads((folder / "config.json").read_text())
+    assert config["lpes"]["scheme"]["name"] == "ntk"  # the scales live in the weights; only the RoPE part is patched
+    with torch.no_grad():
+        torch.testing.assert_close(exported(ids).logits, hooked, rtol=1e-5, atol=1e-5)
