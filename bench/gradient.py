@@ -76,7 +76,7 @@ def main() -> None:
     model.double()
     patch.rotary_tables = float64_tables
     exact_baseline = samples.rows(model)["kv"]
-    value, grad, _ = objective(genes, baseline=exact_baseline)
+    value, grad, _, _ = objective(genes, baseline=exact_baseline)
     print(f"{info.name}: {len(items)} samples of ~{len(items[0].ids)} tokens, {args.scheme} factors per layer; "
           f"objective {value:+.6f}")
     judged, worst = 0, 0.0

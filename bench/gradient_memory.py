@@ -74,7 +74,7 @@ def measure(model_name: str, length: int, checkpoint_layers: bool) -> dict:
     coefficients = {"text": sample_coefficients([WHOLE_TEXT], 1.0, FitnessWeights.defaults(), per_position=1)}
     curve = build_curve({"name": "free", "low": 0.5, "high": 3.0}, info.n_layers)
     genes = np.exp(np.random.default_rng(0).normal(0.0, 0.05, info.n_layers))
-    (value, gradient, _), gb, seconds = peak_growth(lambda: value_and_gradient(
+    (value, gradient, _, _), gb, seconds = peak_growth(lambda: value_and_gradient(
         model, samples.encoded, baseline, coefficients, genes, curve, build_scheme({"name": "ntk"}), batch_size=1,
         pad_id=tok.pad_token_id, share_prefix=False, checkpoint_layers=checkpoint_layers))
     return {"model": info.name, "layers": info.n_layers, "value": value, "gradient": gradient.tolist(),

@@ -73,7 +73,7 @@ def test_the_gradient_is_the_central_finite_difference(scheme_cfg, curve_name, m
     weights = FitnessWeights.defaults(logprob_weight=1.0, end_penalty=0.5)
     coefficients = sample_coefficients({"0", "3", "7"}, 1.0, weights, per_position=1)
     genes = np.linspace(0.8, 1.6, curve.n_genes)
-    _, grad, _ = objective(model, items, genes, curve, scheme, baseline, coefficients)
+    _, grad, _, _ = objective(model, items, genes, curve, scheme, baseline, coefficients)
     eps = 1e-3
     for k in range(curve.n_genes):
         up, down = genes.copy(), genes.copy()
@@ -94,7 +94,7 @@ def test_the_objective_is_a_sum_over_contexts():
         baseline = score_teacher_forced(model, items, batch_size=2)
     coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights.defaults(), per_position=3)
     genes = np.array([0.7, 1.3, 2.0, 1.1])
-    whole, grad, _ = objective(model, items, genes, curve, scheme, baseline, coefficients)
+    whole, grad, _, _ = objective(model, items, genes, curve, scheme, baseline, coefficients)
     parts = [objective(model, [items[i] for i in idx], genes, curve, scheme, [baseline[i] for i in idx], coefficients)
              for idx in ([0, 1, 2], [3, 4, 5, 6, 7, 8])]
     assert whole == pytest.approx(sum(p[0] for p in parts), rel=1e-10)
@@ -133,7 +133,7 @@ def test_checkpointed_layers_give_the_same_gradient_and_recompute_only_uncached_
             results[flag] += (calls.count("body"), len(calls) - calls.count("body"))
     finally:
         type(layers[0]).forward = own_forward
-    (plain_value, plain_grad, plain_rows, plain_body, forwards), (value, grad, rows, body, again) = results.values()
+    (plain_value, plain_grad, plain_rows, _, plain_body, forwards), (value, grad, rows, _, body, again) = results.values()
     assert value == plain_value and rows == plain_rows
     np.testing.assert_array_equal(grad, plain_grad)
     assert plain_body == forwards == again and not any("forward" in vars(layer) for layer in layers)
@@ -149,7 +149,7 @@ def test_at_all_ones_the_rows_are_the_unpatched_models_and_the_objective_is_zero
         baseline = score_teacher_forced(model, items, batch_size=2)
     curve, scheme = build_curve({"name": "bezier", "low": 0.5, "high": 3.0}, 4), build_scheme({"name": "ntk"})
     coefficients = sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights.defaults(), per_position=2)
-    value, grad, rows = objective(model, items, np.ones(4), curve, scheme, baseline, coefficients)
+    value, grad, rows, _ = objective(model, items, np.ones(4), curve, scheme, baseline, coefficients)
     assert value == 0.0 and rows["kv"] == baseline
     assert np.abs(grad).max() > 0  # the identity still has a real gradient
     assert all(p.requires_grad for p in model.parameters())  # weights frozen only for the job
@@ -306,14 +306,14 @@ def test_a_perplexity_task_enters_the_objective_as_it_enters_the_fitness():
         coefficients = sample_coefficients({WHOLE_TEXT}, 1.0, weights, per_position=2, max_ratio=max_ratio)
         return objective(model, windows, at, curve, scheme, baseline, coefficients)
 
-    value, _, rows = run(None)
+    value, _, rows, _ = run(None)
     assert value == pytest.approx(task_score(by_position(rows["kv"]), by_position(baseline), weights), rel=1e-9)
     losses = [b.logprob - r.logprob for r, b in zip(rows["kv"], baseline)]
     assert min(losses) > 0  # these factors hurt both windows: the guard has something to act on
-    value, _, _ = run(np.exp(max(losses)) * 1.01)
+    value, _, _, _ = run(np.exp(max(losses)) * 1.01)
     assert value == 0.0
     ratio = np.exp(min(losses) / 2)
-    value, grad, _ = run(ratio)
+    value, grad, _, _ = run(ratio)
     assert value == pytest.approx(-3.0 / 2 * sum(max(0.0, x - np.log(ratio)) for x in losses), rel=1e-9)
     eps = 1e-4
     for k in range(4):
@@ -392,3 +392,25 @@ def test_smoothness_pulls_neighbouring_changes_together():
     assert spread[1] < spread[0] / 2
     with pytest.raises(LpesError, match="smoothness must be a finite number >= 0"):
         GradientAscent(curve, smoothness=-1.0)
+
+
+def test_each_tasks_part_of_a_mixtures_gradient_is_its_own_gradient():
+    model = tiny_model("llama", layers=4, max_positions=256)
+    items = {"a": haystacks(1, seed=0), "b": haystacks(1, positions=(1, 5), seed=1)}
+    curve = build_curve({"name": "bezier", "low": 0.5, "high": 3.0}, 4)
+    scheme = build_scheme({"name": "ntk"})
+    with torch.no_grad():
+        baseline = {task: score_teacher_forced(model, i, batch_size=2) for task, i in items.items()}
+    coefficients = {"a": sample_coefficients({"0", "3", "7"}, 1.0, FitnessWeights.defaults(), per_position=1),
+                    "b": sample_coefficients({"1", "5"}, 0.5, FitnessWeights.defaults(), per_position=1)}
+    genes = np.array([0.7, 1.3, 2.0, 1.1])
+
+    def run(tasks):
+        return value_and_gradient(model, {t: items[t] for t in tasks}, baseline, coefficients, genes, curve, scheme,
+                                  batch_size=2, pad_id=0, share_prefix=True)
+
+    _, grad, _, by_task = run(["a", "b"])
+    assert set(by_task) == {"a", "b"}
+    np.testing.assert_allclose(np.sum(list(by_task.values()), axis=0), grad, rtol=1e-9, atol=1e-12)
+    for task in ("a", "b"):
+        np.testing.assert_allclose(by_task[task], run([task])[1], rtol=1e-6, atol=1e-9)

@@ -76,7 +76,7 @@ def test_the_gradient_reaches_scales_and_layer_factors_and_is_the_finite_differe
         return value_and_gradient(model, {"kv": items}, {"kv": baseline}, {"kv": coefficients}, g, curve, scheme,
                                   batch_size=2, pad_id=0, share_prefix=True)
 
-    _, grad, _ = objective(genes)
+    _, grad, _, _ = objective(genes)
     scale_genes = [width - 1, 2 * width - 1]  # the last head's scale in layers 0 and 1
     checked = scale_genes + ([0, width] if cfg.get("base") else [])  # and the first band's RoPE factor
     assert np.count_nonzero(grad) > len(grad) // 2

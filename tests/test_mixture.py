@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import TINY_TASK
+from conftest import TINY_TASK, read_jsonl, run_cli
 from lpes_framework.config import plain, task_specs
 from lpes_framework.search import run_search
 from lpes_framework.config import compose_config
@@ -74,12 +74,20 @@ def test_a_gradient_jobs_task_scale_multiplies_its_term():
 
 def test_a_mixture_of_tasks_and_lengths_searches_end_to_end(tmp_path):
     cfg = compose_config("config", [*MIXTURE, "optimizer=gradient", "optimizer.steps=2", "optimizer.eval_every=2",
-                                    "optimizer.contexts_per_step=2", "curve=bezier", "curve.low=0.5",
+                                    "optimizer.contexts_per_step=2", "curve=free", "curve.low=0.5",
                                     "curve.high=2.0", "validation.top_k=1", "validation.bootstrap_resamples=50"])
     result = run_search(cfg, tmp_path)
     assert math.isfinite(result["test"]["found"]["fitness"])
     report = (tmp_path / "report.md").read_text()
     assert "by context length" in report and "160" in report and "240" in report
+    # each step records each task's part of its gradient; the pulls analysis reads them by band and depth
+    steps = [r for r in read_jsonl(tmp_path / "evaluations.jsonl") if r["kind"] == "step"]
+    for step in steps:
+        assert set(step["task_gradients"]) == {"ruler_niah", "kv"}
+        np.testing.assert_allclose(np.sum(list(step["task_gradients"].values()), axis=0), step["gradient"], atol=1e-12)
+    pulls = run_cli("lpes_framework.commands.analysis", "pulls", str(tmp_path)).stdout
+    assert "2 steps" in pulls and "ruler_niah" in pulls and "kv . ruler_niah" in pulls
+    assert "genes every task pushes the same way" in pulls
 
 
 def test_normalise_needs_two_samples_a_task_and_is_refused_before_load(tmp_path):

@@ -1,15 +1,18 @@
 """Analyses of scored rows made after the fact, without a model: one method against the others on the
-haystacks they share, by blocks of haystacks, the noise floor of the search's fitness, and perplexity by
-position bucket (inside a model's trained window and beyond it).
+haystacks they share, by blocks of haystacks, the noise floor of the search's fitness, perplexity by
+position bucket (inside a model's trained window and beyond it), and which way each task of a gradient
+search's mixture pulls the factors.
 
     lpes analysis versus <evaluate folder> [<folder> ...] --method "file <run>"
         [--blocks 0-99 100-199]
     lpes analysis noise <evaluate folder>
     lpes analysis buckets <evaluate folder> [<folder> ...] --edges 0 8192 16384
         [--task perplexity] [--versus "uniform pi 2"] [--plot buckets.png --window 8192]
+    lpes analysis pulls <gradient search run>
 
 Rows come from evaluate folders (``rows.jsonl``, each method's most complete record; several folders are
-joined as ``compare.rows`` says); the statistics are ``evaluation.versus`` and ``evaluation.buckets``.
+joined as ``compare.rows`` says); the statistics are ``evaluation.versus``, ``evaluation.buckets`` and
+``evaluation.pulls`` (from the step records of a search with the free curve).
 """
 
 from __future__ import annotations
@@ -69,11 +72,33 @@ def main(argv: list[str] | None = None) -> None:
     buckets.add_argument("--versus", help="a method to divide every other's perplexity by, e.g. 'unpatched'")
     buckets.add_argument("--plot", type=Path, help="also draw the buckets (and the passkey by depth, if scored) here")
     buckets.add_argument("--window", type=int, help="the model's trained window, marked on the plot")
+    pulls = commands.add_parser("pulls", help="each task's part of a gradient search's steps, by band and depth")
+    pulls.add_argument("run", type=Path, help="a gradient search folder (evaluations.jsonl)")
     args = parser.parse_args(argv)
     one_line_errors(_run)(args)
 
 
+def _pulls(run: Path) -> list[str]:
+    from ..evaluation.pulls import mean_pulls, pull_table
+    from ..io.spec import read_spec
+    from ..io.store import read_evaluations
+
+    steps = [r["task_gradients"] for r in read_evaluations(run / "evaluations.jsonl")
+             if r["kind"] == "step" and r.get("task_gradients")]
+    if not steps:
+        raise LpesError(f"{run} holds no step with per-task gradients (recorded by gradient searches since they existed)")
+    cfg = read_spec(run).cfg()
+    if cfg.curve.name != "free":
+        raise LpesError(f"{run} searched curve={cfg.curve.name}; pulls are read by layer and band on curve=free's genes")
+    n_layers = read_spec(run).model["n_layers"]
+    width = len(next(iter(steps[0].values()))) // n_layers
+    return [f"{len(steps)} steps"] + pull_table(mean_pulls(steps), n_layers, width)
+
+
 def _run(args) -> None:
+    if args.command == "pulls":
+        print("\n".join(_pulls(args.run)))
+        return
     if args.command == "versus":
         blocks = [_block(b) for b in args.blocks] + [None]
         print("\n".join(versus(folder_rows(args.folders, args.task), args.method, blocks)))

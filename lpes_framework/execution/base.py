@@ -185,12 +185,13 @@ class Worker:
         middle = time.perf_counter()
         coefficients = objective_coefficients(baseline, minibatch.tasks, FitnessWeights(**job.weights),
                                               job.per_position, job.task_scales)
-        value, gradient, rows = value_and_gradient(
+        value, gradient, rows, by_task = value_and_gradient(
             self.model, minibatch.encoded, baseline, coefficients, job.genes, self.curve(job.curve, job.scheme),
             self.scheme(job.scheme), batch_size=minibatch.batch_size, pad_id=minibatch.tokenizer.pad_token_id,
             share_prefix=minibatch.share_prefix, checkpoint_layers=job.checkpoint_layers)
         return GradientResult(value=value, gradient=gradient.tolist(), rows=rows, baseline=baseline,
-                              seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle})
+                              seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle},
+                              by_task=by_task)
 
     def rows(self, sample_set: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
         """Per-sample rows of one job (the sample set named ``sample_set``, patched with ``factors`` unless

@@ -101,6 +101,7 @@ class Step(_Record):
     draws: list[Count]
     objective: Finite
     gradient: list[Finite]
+    task_gradients: dict[str, list[Finite]] | None = None  # each task's part (written since it existed)
     seconds: Annotated[float, Field(ge=0.0)]
 
 

@@ -56,6 +56,7 @@ class GradientResult:
     rows: dict[str, list[ScoreRow]]  # the patched model's rows, as scoring returns them
     baseline: dict[str, list[ScoreRow]]  # the unpatched model's rows on the same samples
     seconds: dict[str, float] = field(default_factory=dict)  # 'baseline' (forward) and 'gradient' (forward + backward)
+    by_task: dict[str, list[float]] = field(default_factory=dict)  # each task's part of ``gradient`` (they add up to it)
 
     @staticmethod
     def combine(parts: Sequence["GradientResult"]) -> "GradientResult":
@@ -68,10 +69,13 @@ class GradientResult:
                     out.setdefault(task, []).extend(r)
             return out
 
+        tasks = {task for p in parts for task in p.by_task}
         return GradientResult(value=float(sum(p.value for p in parts)),
                               gradient=np.sum([p.gradient for p in parts], axis=0).tolist(),
                               rows=joined("rows"), baseline=joined("baseline"),
-                              seconds={k: max(p.seconds.get(k, 0.0) for p in parts) for k in ("baseline", "gradient")})
+                              seconds={k: max(p.seconds.get(k, 0.0) for p in parts) for k in ("baseline", "gradient")},
+                              by_task={t: np.sum([p.by_task[t] for p in parts if t in p.by_task], axis=0).tolist()
+                                       for t in sorted(tasks)})
 
 
 class checkpointed_layers:
@@ -129,10 +133,11 @@ class frozen_weights:
 def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline: Mapping[str, Sequence[ScoreRow]],
                        coefficients: Mapping[str, Mapping[str, tuple[float, float]]], genes: Sequence[float], curve,
                        scheme, *, batch_size: int, pad_id: int, share_prefix: bool,
-                       checkpoint_layers: bool = False) -> tuple[float, np.ndarray, dict]:
-    """(objective, d objective / d genes, patched rows by task) on ``encoded`` samples whose unpatched
-    rows are ``baseline`` (same order); ``checkpoint_layers``: recompute layer activations in the backward
-    pass instead of keeping them (``checkpointed_layers``)."""
+                       checkpoint_layers: bool = False) -> tuple[float, np.ndarray, dict, dict]:
+    """(objective, d objective / d genes, patched rows by task, each task's part of the gradient) on
+    ``encoded`` samples whose unpatched rows are ``baseline`` (same order); ``checkpoint_layers``: recompute
+    layer activations in the backward pass instead of keeping them (``checkpointed_layers``). The parts come
+    free: the factors' gradient is read after each task's units (what pulls a mixture's factors which way)."""
 
     from ..position import traced_layer_scaling
 
@@ -141,6 +146,7 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
     leaf = factors_t.detach().requires_grad_(True)  # each unit backpropagates to here, not through the curve
     total = 0.0
     rows: dict[str, list[ScoreRow]] = {}
+    parts: dict[str, torch.Tensor] = {}  # each task's d objective / d factors
     memory = checkpointed_layers(model) if checkpoint_layers else nullcontext()
     with frozen_weights(model), traced_layer_scaling(model, leaf, scheme), memory, torch.enable_grad():
         for task, items in encoded.items():
@@ -161,7 +167,9 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
                 unit_value.backward()
                 total += float(unit_value.detach())
             rows[task] = out  # type: ignore[assignment]
-    if leaf.grad is not None:
-        factors_t.backward(leaf.grad)
-    gradient = genes_t.grad.numpy().copy() if genes_t.grad is not None else np.zeros(len(genes))
-    return total, gradient, rows
+            so_far = torch.zeros_like(leaf) if leaf.grad is None else leaf.grad.clone()
+            parts[task] = so_far - sum(parts.values(), torch.zeros_like(leaf))
+    by_task = {task: torch.autograd.grad(factors_t, genes_t, part, retain_graph=True)[0].numpy().copy()
+               for task, part in parts.items()}
+    gradient = sum(by_task.values(), np.zeros(len(genes)))
+    return total, gradient, rows, {task: g.tolist() for task, g in by_task.items()}

@@ -203,7 +203,7 @@ class Search:
             record = {"key": key, "kind": "step", "generation": self.optimizer.generation,
                       "restart": request.step[0], "genome": [float(g) for g in genes],
                       "factors": factors_json(self.curve.factors(genes)), "draws": draws,
-                      "objective": result.value, "gradient": result.gradient,
+                      "objective": result.value, "gradient": result.gradient, "task_gradients": result.by_task,
                       "seconds": round(sum(result.seconds.values()), 3),
                       "seconds_parts": {k: round(v, 3) for k, v in result.seconds.items()}}
             self.store.evaluations.append(record)
