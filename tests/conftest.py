@@ -72,6 +72,21 @@ def model_block(group: str = "tiny") -> dict:
     return identify(compose_config("config", [f"model={group}"]).model).as_dict()
 
 
+def same_logits(model, first, second, tokens: int = 50) -> bool:
+    """Whether ``model`` patched by the factors file ``first`` gives bit-identical logits to ``second`` on
+    random tokens (files that say one schedule two ways)."""
+    import torch
+
+    from lpes_framework.model.factors_file import apply_factors_file
+
+    ids = torch.randint(3, 90, (1, tokens), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        with apply_factors_file(model, first):
+            expected = model(ids).logits
+        with apply_factors_file(model, second):
+            return torch.equal(model(ids).logits, expected)
+
+
 # no PNGs (tests that check them ask with plots=true); a tiny search validates its top 2 with 200 resamples
 TINY_TASK = ["model=tiny", "task.pairs=6", "task.gold_positions=[0,2,5]", "task.samples_per_position=2", "progress=false",
              "plots=false"]

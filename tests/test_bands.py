@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import TINY_TASK, model_block, read_jsonl, run_cli, tiny_model
+from conftest import TINY_TASK, model_block, read_jsonl, run_cli, same_logits, tiny_model
 from lpes_framework.errors import LpesError
 from lpes_framework.model.factors_file import factors_record, load_factors, write_json_atomic
 from lpes_framework.position import RopeSpec, TracedScaling, apply_layer_scaling, build_scheme, is_identity
@@ -205,7 +205,6 @@ def test_a_search_with_a_factor_per_frequency_records_its_bands(tmp_path):
 
 
 def test_a_file_redrawn_on_finer_bands_computes_the_same(tmp_path):
-    from lpes_framework.model.factors_file import apply_factors_file
     from lpes_framework.model.info import identify_loaded
 
     model = tiny_model("llama", layers=4)
@@ -216,12 +215,7 @@ def test_a_file_redrawn_on_finer_bands_computes_the_same(tmp_path):
             "--out", str(tmp_path / "fine.json"))
     fine = load_factors(tmp_path / "fine.json")
     assert len(fine["scheme"]["bands"]) == 7 and {len(f) for f in fine["factors"]} == {8}
-    ids = torch.randint(3, 90, (1, 60), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        with apply_factors_file(model, tmp_path / "coarse.json"):
-            coarse_logits = model(ids).logits
-        with apply_factors_file(model, tmp_path / "fine.json"):
-            assert torch.equal(model(ids).logits, coarse_logits)
+    assert same_logits(model, tmp_path / "coarse.json", tmp_path / "fine.json")
     straddles = run_cli("lpes_framework.commands.factors", str(tmp_path / "coarse.json"), "--bands", "[10, 1000]",
                         "--out", str(tmp_path / "bad.json"), check=False)
     assert straddles.returncode == 2 and "do not refine" in straddles.stderr

@@ -1,0 +1,13 @@
+#!/bin/bash
+# A search's answer on Qwen2.5-Coder-0.5B's key-value haystacks at ~1K, re-tested held out next to the unpatched
+# model and the shipped preset (and the factors files given after the run folder), reusing the rows of an
+# earlier re-test (ROWS; default the preset's own, runs/qwen-gradient-bands/heldout): only new methods are scored.
+#   [ROWS=<rows.jsonl>] [SAMPLES=100] bash runs/retest-kv1k.sh <run folder> [other factors files ...]
+set -eo pipefail
+run=$1
+shift
+here=$run/heldout
+mkdir -p $here
+[ -e $here/rows.jsonl ] || cp ${ROWS:-runs/qwen-gradient-bands/heldout/rows.jsonl} $here/rows.jsonl
+python -m lpes_framework retest --preset $run/search/best_factors.json --samples ${SAMPLES:-100} --uniform 1.5 \
+    --versus qwen2.5-coder-0.5b "$@" --out $here | tee $here/heldout.txt
