@@ -6,7 +6,8 @@ The folder holds the weights (de-quantised where the model came as GGUF), the to
 the ``lpes`` block (what ``load_patched`` and the vLLM plugin read) and each layer's RoPE frequencies, the
 modeling file ``AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)`` runs, and a model
 card with the schedule's plot and the held-out evidence the file carries. Identity and factors are checked
-before the model loads.
+before the model loads. A scheme that folds into the weights (``fold``: learned head scales, whose scales
+multiply ``o_proj``'s columns) is folded, so the folder's ``lpes`` block holds only its RoPE part.
 """
 
 from __future__ import annotations
