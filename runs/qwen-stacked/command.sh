@@ -16,4 +16,4 @@ python -m lpes_framework experiment=qwen-gradient pos=headscale 'pos.base={name:
     optimizer.schedule=cosine optimizer.lr=0.03 optimizer.lr_min=0.003 optimizer.steps=16 optimizer.eval_every=8 \
     optimizer.contexts_per_step=3 validation.top_k=2 model.device=cpu threads=2 progress=false \
     hydra.run.dir=$run/search "$@"
-ROWS=runs/qwen-headscale/heldout/rows.jsonl bash runs/retest-kv1k.sh $run runs/qwen-headscale/search/best_factors.json
+UNIFORM= ROWS=runs/qwen-headscale/heldout/rows.jsonl bash runs/retest-kv1k.sh $run runs/qwen-headscale/search/best_factors.json
