@@ -150,6 +150,7 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
     memory = checkpointed_layers(model) if checkpoint_layers else nullcontext()
     with frozen_weights(model), traced_layer_scaling(model, leaf, scheme), memory, torch.enable_grad():
         for task, items in encoded.items():
+            before = torch.zeros_like(leaf) if leaf.grad is None else leaf.grad.clone()
             coef = coefficients[task]
             base = baseline[task]
             out: list[ScoreRow | None] = [None] * len(items)
@@ -167,8 +168,7 @@ def value_and_gradient(model, encoded: Mapping[str, Sequence[Encoded]], baseline
                 unit_value.backward()
                 total += float(unit_value.detach())
             rows[task] = out  # type: ignore[assignment]
-            so_far = torch.zeros_like(leaf) if leaf.grad is None else leaf.grad.clone()
-            parts[task] = so_far - sum(parts.values(), torch.zeros_like(leaf))
+            parts[task] = (torch.zeros_like(leaf) if leaf.grad is None else leaf.grad) - before
     by_task = {task: torch.autograd.grad(factors_t, genes_t, part, retain_graph=True)[0].numpy().copy()
                for task, part in parts.items()}
     gradient = sum(by_task.values(), np.zeros(len(genes)))
