@@ -7,8 +7,10 @@ import json
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from conftest import TINY_TASK, installed_plugin, read_jsonl, run_cli, same_logits, tiny_model
+from lpes_framework.compare.methods import plan_methods
 from lpes_framework.errors import LpesError
 from lpes_framework.evaluation.fitness import FitnessWeights, sample_coefficients
 from lpes_framework.model.info import identify_loaded
@@ -117,6 +119,9 @@ def test_refusals_are_one_line_and_early(plugin):
         build_scheme({"name": "headscale", "base": {"name": "headscale"}})
     with pytest.raises(LpesError, match="needs 4 layer factors of 4 numbers"):
         apply_layer_scaling(tiny_model("llama"), [(1.0, 1.0)] * 4, build_scheme({"name": "headscale"}))
+    with pytest.raises(LpesError, match="methods.uniform: pos=headscale brings its own patch"):
+        plan_methods(OmegaConf.create({"methods": {"baseline": True, "uniform": [1.5], "compare_to": []}}),
+                     {"name": "headscale"}, identify_loaded(tiny_model("llama")))
 
 
 def test_a_stacked_start_computes_what_its_rope_file_does(plugin, tmp_path):
@@ -157,5 +162,7 @@ def test_export_folds_the_scales_into_o_proj(plugin, tmp_path):
     exported = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
     config = json.loads((folder / "config.json").read_text())
     assert config["lpes"]["scheme"]["name"] == "ntk"  # the scales live in the weights; only the RoPE part is patched
+    card = (folder / "README.md").read_text()
+    assert "unchanged" not in card and '"name": "headscale"' in card  # the card says the weights carry the scales
     with torch.no_grad():
         torch.testing.assert_close(exported(ids).logits, hooked, rtol=1e-5, atol=1e-5)

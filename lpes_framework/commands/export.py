@@ -28,9 +28,11 @@ def export(factors: str, model: str, out: Path) -> Path:
     scheme = build_scheme(record["scheme"])
     hf, tokenizer, _ = load_model(cfg)
     # a scheme that can be folded into the weights (head scales) leaves only its RoPE part to patch
-    install = getattr(scheme, "fold", None) or (lambda model, factors: apply_layer_scaling(model, factors, scheme))
+    fold = getattr(scheme, "fold", None)
+    install = fold or (lambda model, factors: apply_layer_scaling(model, factors, scheme))
     with install(hf, record["factors"]) as handle:
-        return save_self_contained(hf, handle, out, tokenizer, evidence=record.get("metrics"))
+        return save_self_contained(hf, handle, out, tokenizer, evidence=record.get("metrics"),
+                                   folded=record["scheme"] if fold else None)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,8 +35,10 @@ def layer_tables(model, handle) -> dict:
     return {"inv_freq": inv, "scaling": scales, "window": window, "length_dependent": window < limit}
 
 
-def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, evidence: dict | None = None) -> Path:
-    """``save_patched`` plus what loading without lpes_framework needs (``trust_remote_code=True``)."""
+def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, evidence: dict | None = None,
+                        folded: dict | None = None) -> Path:
+    """``save_patched`` plus what loading without lpes_framework needs (``trust_remote_code=True``). ``folded``:
+    the settings of a scheme already multiplied into the weights (head scales), which the card names."""
     if getattr(handle.scheme, "install", None) is not None:
         raise LpesError("a scheme with its own attention patch cannot be exported as RoPE tables")
     path = Path(path)
@@ -50,18 +52,21 @@ def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, 
     code = MODELING.read_text().replace('ARCHITECTURE = "LlamaForCausalLM"', f'ARCHITECTURE = "{architecture}"')
     (path / "lpes_modeling.py").write_text(code)
     plot_factors({"factor": list(handle.factors)}, path / "factors.png")
-    (path / "README.md").write_text(model_card(path.name, architecture, handle, evidence or {}))
+    (path / "README.md").write_text(model_card(path.name, architecture, handle, evidence or {}, folded))
     return path
 
 
-def model_card(name: str, architecture: str, handle, evidence: dict) -> str:
-    """The folder's README.md, as the Hub shows it."""
+def model_card(name: str, architecture: str, handle, evidence: dict, folded: dict | None = None) -> str:
+    """The folder's README.md, as the Hub shows it; ``folded``: the settings of a scheme whose changes are in
+    the weights (the card must not call them the base model's)."""
     scheme = json.dumps(handle.scheme.config)
+    weights = ("the weights are the base model's, unchanged" if folded is None else
+               "the weights are the base model's except each attention output projection (`o_proj`), whose input "
+               f"columns carry learned scales folded in (`{json.dumps(folded)}`)")
     lines = [f"# {name}: {architecture} with layer-specific RoPE scaling (lpes)", "",
              "Each decoder layer reads positions through its own RoPE scaling factor, searched by lpes_framework "
-             "against the lost-in-the-middle effect; the weights are the base model's, unchanged, and a forward "
-             "costs what the base model's does.", "", f"Scheme: `{scheme}`, {len(handle.factors)} layers.", "",
-             "![factor per layer](factors.png)", ""]
+             f"against the lost-in-the-middle effect; {weights}, and a forward costs what the base model's does.", "",
+             f"Scheme: `{scheme}`, {len(handle.factors)} layers.", "", "![factor per layer](factors.png)", ""]
     intervals = evidence.get("intervals", {})
     if intervals:
         lines += ["## Held-out evidence", "", "Exact match, points, found schedule minus each reference (95% paired "

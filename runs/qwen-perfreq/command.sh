@@ -15,4 +15,4 @@ python -m lpes_framework experiment=qwen-gradient pos=ntk '+pos.bands=per_freque
     optimizer.smoothness=0.01 optimizer.schedule=cosine optimizer.lr=0.03 optimizer.lr_min=0.003 optimizer.steps=16 \
     optimizer.eval_every=8 optimizer.contexts_per_step=3 validation.top_k=2 model.device=cpu threads=2 progress=false \
     hydra.run.dir=$run/search "$@"
-bash runs/retest-kv1k.sh $run
+SAMPLES=200 bash runs/retest-kv1k.sh $run
