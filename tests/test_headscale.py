@@ -10,6 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 from conftest import TINY_TASK, installed_plugin, read_jsonl, run_cli, same_logits, tiny_model
+from lpes_framework.commands.retest import retest
 from lpes_framework.compare.methods import plan_methods
 from lpes_framework.errors import LpesError
 from lpes_framework.evaluation.fitness import FitnessWeights, sample_coefficients
@@ -100,6 +101,9 @@ def test_a_gradient_search_trains_head_scales_and_its_file_applies(plugin, tmp_p
     assert {len(f) for f in record["factors"]} == {4}  # the tiny model's 4 heads, no RoPE genes
     steps = [r for r in read_jsonl(tmp_path / "evaluations.jsonl") if r["kind"] == "step"]
     assert len(steps) == 2 and any(g != 1.0 for g in steps[-1]["genome"]), proc.stdout
+    # re-tested held out in its own regime: no uniform row (the search's mean-level control is no RoPE scaling)
+    payload, names, _ = retest(str(tmp_path / "best_factors.json"), "tiny", 2, "test", 1, None, [], tmp_path / "re")
+    assert set(payload["methods"]) == {"unpatched", names[str(tmp_path / "best_factors.json")]}
     # a received file of the wrong width is refused before the model loads, in one line
     record["factors"] = [f[:3] for f in record["factors"]]
     (tmp_path / "narrow.json").write_text(json.dumps(record))
