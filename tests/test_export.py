@@ -103,6 +103,10 @@ def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkey
         direct = model(ids).logits
     assert torch.equal(by_name, direct)
     assert file_method_names(["tiny-ntk"]) == {"tiny-ntk": "preset tiny-ntk"}
+    # two run folders of one name get whole paths; the others keep the names their rows were scored under
+    assert file_method_names(["tiny-ntk", "a/search/best.json", "b/search/best.json", "c/best.json"]) == {
+        "tiny-ntk": "preset tiny-ntk", "a/search/best.json": "file a/search/best.json",
+        "b/search/best.json": "file b/search/best.json", "c/best.json": "file c"}
     write_json_atomic(tmp_path / "tiny-ntk", factors_record(model=llama_block(), scheme={"name": "pi"}, factors=FACTORS))
     assert load_factors("tiny-ntk")["scheme"]["name"] == "pi"  # an existing path is never shadowed
     with pytest.raises(LpesError, match="nor a shipped preset of that name; presets: tiny-ntk"):

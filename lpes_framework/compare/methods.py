@@ -16,11 +16,11 @@ from ..position.curves import build_curve
 
 def file_method_names(paths) -> dict[str, str]:
     """Row names for factors files: ``preset <name>`` for a shipped preset, else the run folder's name, or
-    the whole path where two folders share it."""
+    the whole path where two folders share it (those two only: the others keep the names their rows were
+    scored under, so a folder that adds a file reuses them)."""
     short = {str(p): f"preset {p}" if is_preset(p) else f"file {Path(p).parent.name or p}" for p in paths}
-    if len(set(short.values())) == len(short):
-        return short
-    return {str(p): f"preset {p}" if is_preset(p) else f"file {p}" for p in paths}
+    shared = {name for name in short.values() if list(short.values()).count(name) > 1}
+    return {p: f"file {p}" if name in shared else name for p, name in short.items()}
 
 
 def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | None, dict]]:
