@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +134,30 @@ def test_resume_with_different_config_is_refused(ga_run, tmp_path):
         (tmp_path / name).write_bytes((reference / name).read_bytes())
     proc = run_cli("lpes_framework", *TINY_SEARCH, f"hydra.run.dir={tmp_path}", "resume=true", "pos=ntk", check=False)
     assert proc.returncode == 2 and "holds a search with other settings (pos.name" in proc.stderr
+
+
+def test_a_resume_takes_a_moved_file_of_the_same_bytes_and_refuses_an_edited_one(tmp_path):
+    from lpes_framework.io.spec import RunSpec, file_digests
+    from lpes_framework.io.store import RunStore
+    from lpes_framework.search.resume import restore
+
+    def spec(start: Path) -> RunSpec:
+        config = {"optimizer": {"name": "gradient", "start": str(start)}, "model": {"name_or_path": str(first)}}
+        return RunSpec(command="search", config=config, model={}, files=file_digests(config))
+
+    first, moved, edited = (tmp_path / n for n in ("start.json", "moved.json", "edited.json"))
+    first.write_text("[1.0, 1.2]")
+    moved.write_text("[1.0, 1.2]")
+    edited.write_text("[1.0, 1.3]")
+    assert list(spec(first).files) == ["optimizer.start"]  # the model's files are never hashed
+    store = RunStore(tmp_path / "run")
+    store.evaluations.append(spec(first).record())
+    restore(store, spec(moved), 1)
+    with pytest.raises(LpesError, match="other settings \\(optimizer.start differ"):
+        restore(store, spec(edited), 1)
+    first.write_text("[1.0, 1.3]")  # the same path, other bytes
+    with pytest.raises(LpesError, match="optimizer.start's content differ"):
+        restore(store, spec(first), 1)
 
 
 def test_a_kill_before_the_first_checkpoint_then_a_resume_with_another_model_is_refused(ga_run, tmp_path):

@@ -11,7 +11,8 @@ result files (``best_factors.json`` and ``results.json``, key ``run``).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import hashlib
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import LpesError
@@ -24,6 +25,7 @@ class RunSpec:
     command: str  # search | evaluate
     config: dict  # the resolved config
     model: dict  # ModelInfo.as_dict() as read before the weights loaded
+    files: dict = field(default_factory=dict)  # each file the config names: its setting's dotted name -> sha256
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -44,13 +46,31 @@ class RunSpec:
             raise LpesError(f"{source}: damaged run record (config.{groups[0]} is not an object)")
         if not isinstance(data.get("command", "search"), str):
             raise LpesError(f"{source}: damaged run record (its command is not text)")
-        return cls(command=data.get("command", "search"), config=data["config"], model=model)
+        files = data.get("files", {})  # records written before it hold none
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise LpesError(f"{source}: damaged run record (its files block is not names and digests)")
+        return cls(command=data.get("command", "search"), config=data["config"], model=model, files=files)
 
     def cfg(self):
         """The run's config as an OmegaConf object (what the commands take)."""
         from omegaconf import OmegaConf
 
         return OmegaConf.create(self.config)
+
+
+def file_digests(config: dict, prefix: str = "") -> dict[str, str]:
+    """The sha256 of every existing file a setting of ``config`` names, by the setting's dotted name (the
+    names ``differences`` gives): what lets a resume take a data or start file moved since the run began.
+    The model's files are not read (gigabytes; its identity is compared field by field)."""
+    digests = {}
+    for key, value in config.items():
+        if not prefix and key == "model":
+            continue
+        if isinstance(value, dict):
+            digests |= file_digests(value, f"{prefix}{key}.")
+        elif isinstance(value, str) and value and Path(value).is_file():
+            digests[f"{prefix}{key}"] = hashlib.sha256(Path(value).read_bytes()).hexdigest()
+    return digests
 
 
 def differences(a, b, prefix: str = "") -> list[str]:

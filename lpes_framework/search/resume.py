@@ -32,7 +32,12 @@ def restore(store: RunStore, spec: RunSpec, objectives: int) -> tuple[dict[str, 
         raise LpesError(f"{store.evaluations.path} holds no run record (its first line), so nothing ties it "
                         "to these settings; a search cannot continue from it")
     recorded = RunSpec.from_json(cache[KEY]["spec"], str(store.evaluations.path))
-    differ = differences(fingerprint(recorded.config, objectives), fingerprint(spec.config, objectives))
+    # a file the run read is compared by its bytes where the record holds them: moved is fine, edited is not
+    same_bytes = {k for k, digest in recorded.files.items() if spec.files.get(k) == digest}
+    differ = [d for d in differences(fingerprint(recorded.config, objectives), fingerprint(spec.config, objectives))
+              if d not in same_bytes]
+    differ += [f"{k}'s content" for k, digest in recorded.files.items()
+               if spec.files.get(k, digest) != digest and k not in differ]
     differ += model_differences(recorded.model, spec.model)
     if differ:
         raise LpesError(f"{store.dir} holds a search with other settings ({', '.join(differ[:6])}"

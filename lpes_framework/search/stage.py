@@ -23,7 +23,7 @@ from ..evaluation.fitness import FitnessWeights, Outcome, outcome, task_scales
 from ..evaluation.results import by_position, scores_from_json, scores_to_json
 from ..evaluation.selection import candidate_name, select
 from ..execution import GradientJob, Job, build_executor, encode_splits
-from ..io.spec import KEY, RunSpec
+from ..io.spec import KEY, RunSpec, file_digests
 from ..io.store import RunLock, RunStore, cache_key
 from ..model.load import identify
 from ..optim import build_optimizer
@@ -49,7 +49,8 @@ class Search:
         specs = task_specs(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
         check_scheme_for(self.scheme, self.model_id)
-        self.spec = RunSpec(command="search", config=plain(cfg), model=self.model_id.as_dict())
+        config = plain(cfg)
+        self.spec = RunSpec(command="search", config=config, model=self.model_id.as_dict(), files=file_digests(config))
         self.curve = build_curve(plain(cfg.curve), self.model_id.n_layers, n_bands=layer_width(self.scheme, self.model_id))
         self.optimizer_cfg = plain(cfg.optimizer)
         self.optimizer = build_optimizer(self.optimizer_cfg, self.curve, int(cfg.seed))
