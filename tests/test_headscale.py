@@ -7,11 +7,8 @@ import json
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from conftest import TINY_TASK, installed_plugin, read_jsonl, run_cli, same_logits, tiny_model
-from lpes_framework.commands.retest import retest
-from lpes_framework.compare.methods import plan_methods
 from lpes_framework.errors import LpesError
 from lpes_framework.evaluation.fitness import FitnessWeights, sample_coefficients
 from lpes_framework.model.info import identify_loaded
@@ -101,9 +98,12 @@ def test_a_gradient_search_trains_head_scales_and_its_file_applies(plugin, tmp_p
     assert {len(f) for f in record["factors"]} == {4}  # the tiny model's 4 heads, no RoPE genes
     steps = [r for r in read_jsonl(tmp_path / "evaluations.jsonl") if r["kind"] == "step"]
     assert len(steps) == 2 and any(g != 1.0 for g in steps[-1]["genome"]), proc.stdout
-    # re-tested held out in its own regime: no uniform row (the search's mean-level control is no RoPE scaling)
-    payload, names, _ = retest(str(tmp_path / "best_factors.json"), "tiny", 2, "test", 1, None, [], tmp_path / "re")
-    assert set(payload["methods"]) == {"unpatched", names[str(tmp_path / "best_factors.json")]}
+    # re-tested held out in its own regime, next to the search's mean-level control (every scale at the mean)
+    run_cli("lpes_framework", "retest", "--preset", str(tmp_path / "best_factors.json"), "--model", "tiny",
+            "--samples", "2", "--threads", "1", "--out", str(tmp_path / "re"), env=plugin)
+    control = next(name for name in record["metrics"]["test"] if name.startswith("uniform headscale "))
+    methods = json.loads((tmp_path / "re" / "results.json").read_text())["methods"]
+    assert set(methods) == {"unpatched", f"file {tmp_path.name}", control}
     # a received file of the wrong width is refused before the model loads, in one line
     record["factors"] = [f[:3] for f in record["factors"]]
     (tmp_path / "narrow.json").write_text(json.dumps(record))
@@ -123,9 +123,6 @@ def test_refusals_are_one_line_and_early(plugin):
         build_scheme({"name": "headscale", "base": {"name": "headscale"}})
     with pytest.raises(LpesError, match="needs 4 layer factors of 4 numbers"):
         apply_layer_scaling(tiny_model("llama"), [(1.0, 1.0)] * 4, build_scheme({"name": "headscale"}))
-    with pytest.raises(LpesError, match="methods.uniform: pos=headscale brings its own patch"):
-        plan_methods(OmegaConf.create({"methods": {"baseline": True, "uniform": [1.5], "compare_to": []}}),
-                     {"name": "headscale"}, identify_loaded(tiny_model("llama")))
 
 
 def test_a_stacked_start_computes_what_its_rope_file_does(plugin, tmp_path):

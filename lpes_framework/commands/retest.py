@@ -33,7 +33,7 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
     from ..config import compose_config
     from ..evaluation.comparison import uniform_method_name
     from ..model.choice import check_task_reads_no_files
-    from ..model.factors_file import load_factors, own_patch
+    from ..model.factors_file import load_factors
     from ..compare.methods import file_method_names
     from ..compare.run import run_evaluate
 
@@ -41,10 +41,8 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
     run = record.get("run")  # the search's run record: its model and task; presets made before it, the task block
     if run is None and "task" not in record:
         raise LpesError(f"{preset} has no run record nor 'task' block: the regime to re-test it in is unknown")
-    if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block; a
-        # scheme with its own patch has none that evaluate takes (its search's mean-level control is no RoPE scaling)
-        uniform = [] if own_patch(record["scheme"]["name"]) else [
-            float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
+    if uniform is None:  # the search's own baseline, named "uniform <scheme> <factor>" in its test block
+        uniform = [float(name.split()[-1]) for name in record["metrics"].get("test", {}) if name.startswith("uniform ")]
     recorded_task = run["config"]["task"] if run else record["task"]
     check_task_reads_no_files(recorded_task, preset)  # a received file never chooses what is read
     task = recorded_task["name"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..config import number, plain
 from ..errors import LpesError
 from ..evaluation.comparison import uniform_method_name
-from ..model.factors_file import is_preset, load_checked, own_patch
+from ..model.factors_file import is_preset, load_checked
 from ..position import build_scheme, check_scheme_for, layer_width, validate_factors
 from ..position.curves import build_curve
 
@@ -34,9 +34,6 @@ def plan_methods(cfg, scheme_cfg: dict, info) -> dict[str, tuple[list[float] | N
     # a uniform factor is one number in every band, the same tables with or without bands: keyed without
     # them, so its rows are shared with (and reused from) the unbanded scheme's
     uniform_cfg = {k: v for k, v in scheme_cfg.items() if k != "bands"}
-    if m.uniform and own_patch(scheme_cfg["name"]):
-        raise LpesError(f"methods.uniform: pos={scheme_cfg['name']} brings its own patch, where one number for every "
-                        "gene is no uniform RoPE scaling; score uniform factors under a RoPE scheme (pos=ntk, pos=pi)")
     for s in m.uniform or []:
         s = number(s, "methods.uniform")
         methods[uniform_method_name(scheme_cfg["name"], s)] = (validate_factors([s] * n_layers, n_layers), uniform_cfg)
