@@ -3,6 +3,7 @@ the new one, never half of either (write beside the target, flush to disk, then 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from contextlib import contextmanager
@@ -43,3 +44,12 @@ def replace_folder(target: str | os.PathLike, fill: Callable[[Path], None]) -> N
         os.replace(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def file_digest(path: Path) -> str:
+    """A file's blake2b digest, read in blocks (weights run to gigabytes)."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -11,11 +11,11 @@ result files (``best_factors.json`` and ``results.json``, key ``run``).
 from __future__ import annotations
 
 import json
-import hashlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import LpesError
+from .atomic import file_digest
 
 KEY = "spec"  # the record's key and kind in a run's JSONL log
 
@@ -25,7 +25,7 @@ class RunSpec:
     command: str  # search | evaluate
     config: dict  # the resolved config
     model: dict  # ModelInfo.as_dict() as read before the weights loaded
-    files: dict = field(default_factory=dict)  # each file the config names: its setting's dotted name -> sha256
+    files: dict = field(default_factory=dict)  # each file the config names: its setting's dotted name -> digest
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -59,7 +59,7 @@ class RunSpec:
 
 
 def file_digests(config: dict, prefix: str = "") -> dict[str, str]:
-    """The sha256 of every existing file a setting of ``config`` names, by the setting's dotted name (the
+    """The digest of every existing file a setting of ``config`` names, by the setting's dotted name (the
     names ``differences`` gives): what lets a resume take a data or start file moved since the run began.
     The model's files are not read (gigabytes; its identity is compared field by field)."""
     digests = {}
@@ -69,7 +69,7 @@ def file_digests(config: dict, prefix: str = "") -> dict[str, str]:
         if isinstance(value, dict):
             digests |= file_digests(value, f"{prefix}{key}.")
         elif isinstance(value, str) and value and Path(value).is_file():
-            digests[f"{prefix}{key}"] = hashlib.sha256(Path(value).read_bytes()).hexdigest()
+            digests[f"{prefix}{key}"] = file_digest(Path(value))
     return digests
 
 

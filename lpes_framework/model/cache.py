@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..errors import LpesError
-from ..io.atomic import atomic_file, replace_folder
+from ..io.atomic import atomic_file, file_digest, replace_folder
 
 
 def cache_dir() -> Path:
@@ -78,16 +78,8 @@ def save_dequantised(model, path) -> None:
 MANIFEST = "lpes-manifest.json"
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _manifest(folder: Path) -> dict:
-    return {p.name: {"size": p.stat().st_size, "blake2b": _digest(p)}
+    return {p.name: {"size": p.stat().st_size, "blake2b": file_digest(p)}
             for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST}
 
 
@@ -110,7 +102,7 @@ def damage(folder: Path, hashes: bool) -> str | None:
         path = folder / name
         if not path.is_file() or path.stat().st_size != want["size"]:
             return f"{name} is missing or has the wrong size"
-        if hashes and _digest(path) != want["blake2b"]:
+        if hashes and file_digest(path) != want["blake2b"]:
             return f"{name} does not match its hash"
     return None
 
