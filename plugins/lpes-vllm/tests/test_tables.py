@@ -11,6 +11,7 @@ from lpes_framework.errors import LpesError
 from lpes_framework.model.factors_file import factors_record
 from lpes_framework.model.info import model_info
 from lpes_framework.position import build_scheme, layer_specs, rotary_tables
+from lpes_framework.position.bands import resolve_bands
 from lpes_vllm.tables import cos_sin_cache, hf_rotary, install
 
 LAYERS, WINDOW = 4, 256
@@ -59,14 +60,18 @@ def test_the_tables_of_factor_one_are_vllms_own():
     ({"name": "pi"}, [1.0, 1.25, 1.5, 3.0]),
     ({"name": "yarn"}, [1.0, 2.0, 2.0, 4.0]),
     ({"name": "ntk", "bands": [32.0]}, [[1.0, 1.0], [1.0, 2.0], [1.5, 1.0], [2.0, 3.0]]),
+    # a factor per layer per rotary frequency, as the per-frequency preset holds (8 frequencies here)
+    ({"name": "ntk", "bands": "per_frequency"}, [[1.0] * 8, [1.0 + 0.1 * i for i in range(8)],
+                                                 [1.6 - 0.05 * i for i in range(8)], [0.9, 1.2] * 4]),
 ])
 def test_each_layer_gets_the_table_the_transformers_patch_computes(scheme, factors):
     cfg = config()
+    scheme = resolve_bands(scheme, model_info(cfg, "tiny", architecture="LlamaForCausalLM"))
     model = vllm_model(cfg)
     stock = model.model.layers[0].self_attn.rotary_emb
     own = install(model, block(cfg, factors, scheme), cfg, 64)
     ropes = [layer.self_attn.rotary_emb for layer in model.model.layers]
-    identity = [f in (1.0, [1.0, 1.0]) for f in factors]
+    identity = [bool((torch.tensor(f) == 1.0).all()) for f in factors]
     assert own == identity.count(False)
     assert all((r is stock) == same for r, same in zip(ropes, identity))  # identity layers keep vLLM's table
     built = build_scheme(scheme)
