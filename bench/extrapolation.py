@@ -5,8 +5,8 @@ tokens, split into the tokens inside the trained window and those beyond it, and
 evaluate command's own code. Methods: the unpatched model, uniform PI and YaRN at L / L_train, dynamic NTK,
 and the layer-specific factors file. The best uniform is the one with the lowest perplexity beyond the
 window; intervals are paired bootstraps over windows. A control separates the layer pattern from the amount
-of scaling: the file's scheme with its geometric-mean factor in every layer (``--control``; it doubles the run,
-so the default leaves it out and stays near 10 minutes on 2 cores). With the committed ``--out`` folder the baselines'
+of scaling: the file's scheme with its geometric-mean factor in every layer, and for band-wise factors a second
+one with each band's mean in every layer (``--control``; it doubles or triples the run, so the default leaves it out and stays near 10 minutes on 2 cores). With the committed ``--out`` folder the baselines'
 rows are reused (rows are cut to the first ``--windows`` / ``--passkeys`` draws), so the default run only
 scores the factors file. Last line:
 beyond_ppl_ratio=<layer-specific / best uniform, beyond the window> ci_high=<upper 95% bound of it>
@@ -26,25 +26,33 @@ DEFAULT_FACTORS = RUN / "search-ntk" / "best_factors.json"
 UNIFORM = ("pi", "dynamic-ntk", "yarn")
 
 
-def mean_control(factors: str, out: Path) -> tuple[str, float]:
-    """(factors file, its factor) of the control: the file's record with its geometric-mean factor in every
-    layer, written beside it as ``uniform-mean/best_factors.json`` (a preset's in the evaluate folder ``out``
-    as ``<preset>-mean/``, kept there like the rows it scores), with the same scheme and model identity."""
-    import math
-
+def controls(factors: str, out: Path) -> list[tuple[str, str]]:
+    """(factors file, what it holds) of each control, written beside the file (a preset's in the evaluate
+    folder ``out``, kept there like the rows it scores) with the same scheme and model identity: the file's
+    geometric-mean factor in every layer and band (``uniform-mean/``: the amount of scaling without its
+    pattern) and, for band-wise factors, each band's geometric mean over the layers in every layer
+    (``band-mean/``: the band pattern without the layer pattern, a by-parts rule like YaRN's)."""
     import numpy as np
 
     from lpes_framework.model.factors_file import is_preset, load_factors, write_json_atomic
     from lpes_framework.position.bands import factor_table
 
     record = load_factors(factors)
-    mean = round(math.exp(float(np.log(factor_table(record["factors"])).mean())), 4)  # every band's too
-    folder = out / f"{factors}-mean" if is_preset(factors) else Path(factors).parent / "uniform-mean"
-    path = folder / "best_factors.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, {**record, "factors": [mean] * len(record["factors"]), "genome": None,
-                             "curve": {"name": "constant"}, "metrics": {}})
-    return str(path), mean
+    logs = np.log(factor_table(record["factors"]))
+    mean = round(float(np.exp(logs.mean())), 4)
+    made = {"mean": ([mean] * len(record["factors"]), f"its mean factor {mean} in every layer")}
+    if logs.shape[1] > 1:
+        bands = [round(float(b), 4) for b in np.exp(logs.mean(axis=0))]
+        made["band-mean"] = ([bands] * len(record["factors"]), f"its mean factor of each band {bands} in every layer")
+    out_files = []
+    for kind, (values, description) in made.items():
+        folder = out / f"{factors}-{kind}" if is_preset(factors) else Path(factors).parent / f"uniform-{kind}"
+        path = folder / "best_factors.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {**record, "factors": values, "genome": None, "curve": {"name": "constant"},
+                                 "metrics": {}})
+        out_files.append((str(path), description))
+    return out_files
 
 
 def evaluate(files: list[str], length: int, windows: int, passkeys: int, threads: int,
@@ -83,7 +91,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=3, help="perplexity windows")
     parser.add_argument("--passkeys", type=int, default=2, help="passkey haystacks (5 depths each)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--control", action="store_true", help="also score the file's scheme at its mean factor in every layer")
+    parser.add_argument("--control", action="store_true", help="also score the controls: the file's scheme at its mean factor in every layer (and, band-wise, at each band's mean)")
     parser.add_argument("--out", type=Path, help="evaluate folder whose rows are reused (default: the committed "
                         "run of this length, runs/smollm2-extrapolation/<length>)")
     args = parser.parse_args()
@@ -93,10 +101,10 @@ def main() -> None:
     from lpes_framework.evaluation.stats import resample_draws
 
     out = args.out or RUN / str(args.length)
-    control, mean = mean_control(args.factors, out) if args.control else (None, None)
-    files = [args.factors] + ([control] if control else [])
+    made = controls(args.factors, out) if args.control else []
+    files = [args.factors] + [path for path, _ in made]
     payload, names, rows = evaluate(files, args.length, args.windows, args.passkeys, args.threads, out)
-    name, control_name = names[args.factors], names.get(control)
+    name = names[args.factors]
     sums = {m: bucket_logprobs(per, [0, 8192, args.length]) for m, per in rows.items()}
     ppl = {m: bucket_perplexity(s) for m, s in sums.items()}
     best = min(UNIFORM, key=lambda m: ppl[m][1])
@@ -109,11 +117,12 @@ def main() -> None:
     for m in rows:
         print(f"{m:36} {ppl[m][0]:9.3f} {ppl[m][1]:10.3f} {passkey[m]:10.1f}")
     print(f"best uniform beyond the window: {best}; {name} / {best} beyond: {beyond:.4f} [{low:.4f}, {high:.4f}]")
-    if control_name:
-        (c_in, c_beyond), (c_in_low, c_low), (c_in_high, c_high) = bucket_ratio(sums[name], sums[control_name], picks)
-        print(f"{name} / {control_name} (the same scheme, its mean factor {mean} in every layer): inside {c_in:.4f} "
+    for path, description in made:
+        control = names[path]
+        (c_in, c_beyond), (c_in_low, c_low), (c_in_high, c_high) = bucket_ratio(sums[name], sums[control], picks)
+        print(f"{name} / {control} (the same scheme, {description}): inside {c_in:.4f} "
               f"[{c_in_low:.4f}, {c_in_high:.4f}], beyond {c_beyond:.4f} [{c_low:.4f}, {c_high:.4f}]; passkey "
-              f"{passkey[name] - passkey[control_name]:+.1f} points")
+              f"{passkey[name] - passkey[control]:+.1f} points")
     print(f"beyond_ppl_ratio={beyond:.4f} ci_high={high:.4f} inside_ppl_ratio={inside:.4f} "
           f"passkey_delta={passkey[name] - passkey[best]:.1f}")
 
