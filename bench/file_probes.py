@@ -97,6 +97,8 @@ def log_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
             "factors"][:2])], "layer factors where the run has"),
         ("a run record whose config is text", lambda rs: [dict(spec, spec=dict(spec["spec"], config="x"))] + rs[1:],
          "damaged run record"),
+        ("a run record with an interpolation", in_record(0, lambda r: r["spec"]["config"]["task"].update(
+            answer_prefix="${oc.env:HOME}")), "holds an interpolation"),
     ]
 
 
@@ -134,6 +136,11 @@ def factors_damages() -> list[tuple[str, Callable, str]]:
             {"top 1": [0.1, 0.2, 0.3]})), "metrics.validation.intervals"),
         ("a test accuracy that is text", in_text(lambda r: _stats(r["metrics"]["test"]["found"]).update(
             accuracy="x")), "metrics.test.found.scores"),
+        ("a task setting that is an interpolation", in_text(lambda r: r["run"]["config"]["task"].update(
+            answer_prefix="${oc.env:HOME}")), "holds an interpolation"),
+        ("a scheme name that is a path", in_text(lambda r: r["scheme"].update(name="../evaluate")), "scheme.name"),
+        ("a recorded task name that is a path", in_text(lambda r: r["run"]["config"]["task"].update(name="../config")),
+         "no plain name"),
         ("no schema", in_text(lambda r: r.pop("schema")), "not an lpes factors file"),
         ("schema version 2", in_text(lambda r: r.update(version=2)), "version 2 is not supported"),
         ("an empty factors file", lambda text: "", "corrupted"),

@@ -144,6 +144,63 @@ def test_a_recorded_task_that_reads_files_is_refused(ga_run, tmp_path):
     attention(folder, "its task reads files")
 
 
+def _crafted_preset(tmp_path, edit) -> str:
+    from lpes_framework.model.factors_file import load_factors
+
+    record = load_factors("qwen2.5-coder-0.5b")
+    edit(record)
+    path = tmp_path / "crafted.json"
+    path.write_text(json.dumps(record))
+    return str(path)
+
+
+@pytest.mark.parametrize("edit,words", [
+    # OmegaConf would resolve these once retest makes the record's task a config: the secret in the prompt
+    (lambda r: r["run"]["config"]["task"].update(answer_prefix="${oc.env:LPES_TEST_SECRET}"),
+     "run.config.task.answer_prefix holds an interpolation"),
+    (lambda r: r["task"].update(answer_prefix="${seed}"), "task.answer_prefix holds an interpolation"),
+    # composed as task=<name> / pos=<name>: a path loads another file of the config tree, a comma a list
+    (lambda r: r["run"]["config"]["task"].update(name="../config"), "config.task has no plain name"),
+    (lambda r: r["run"]["config"]["pos"].update(name="ntk,pi"), "config.pos has no plain name"),
+    (lambda r: r["scheme"].update(name="../evaluate"), "scheme.name"),
+    (lambda r: r["run"]["config"]["task"].pop("name"), "config.task has no plain name"),
+])
+def test_a_factors_file_never_has_the_config_resolve_or_load_anything(edit, words, tmp_path, monkeypatch):
+    from lpes_framework.commands.retest import retest
+    from lpes_framework.model.factors_file import load_factors
+
+    monkeypatch.setenv("LPES_TEST_SECRET", "s3cret")
+    path = _crafted_preset(tmp_path, edit)
+    with pytest.raises(LpesError, match=words):
+        load_factors(path)
+    with pytest.raises(LpesError, match=words):  # refused before anything is composed or loaded
+        retest(path, "qwen2.5-0.5b", 1, "test", 1, None, [], None)
+
+
+def test_a_run_folders_record_is_taken_literally(ga_run, tmp_path):
+    from lpes_framework.io.spec import read_spec
+
+    folder = copy_run(ga_run, tmp_path)
+    log = folder / "evaluations.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records[0]["spec"]["config"]["task"]["answer_prefix"] = "${oc.env:HOME}"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(LpesError, match="config.task.answer_prefix holds an interpolation"):
+        read_spec(folder)
+    resume(folder, "holds an interpolation")
+
+
+@pytest.mark.parametrize("text,words", [("task:\n  name: kv\n  answer_prefix: ${oc.env:HOME}\n", "interpolation"),
+                                        ("{{{: [\n", "corrupted"), ("- 1\n", "damaged run record")])
+def test_a_legacy_hydra_config_is_read_literally_or_refused(text, words, tmp_path):
+    from lpes_framework.io.spec import read_spec
+
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(text)
+    with pytest.raises(LpesError, match=words):
+        read_spec(tmp_path)
+
+
 def test_kv_data_cannot_hold_an_ambiguous_gold_answer(tmp_path):
     path = tmp_path / "kv.jsonl"
     path.write_text(json.dumps({"ordered_kv_records": [["a", "1"], ["b", "2"], ["a", "3"]], "key": "a",

@@ -1,6 +1,7 @@
 """JSON that strict parsers accept: a missing or non-finite number (no perplexity task, a collapsed
 candidate) is written as ``null``, never as the non-standard ``NaN``/``Infinity`` tokens, and read back
-as NaN by the dataclasses that hold such numbers."""
+as NaN by the dataclasses that hold such numbers; and received JSON that would turn into a config is taken
+literally (``refuse_interpolations``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 import math
 from dataclasses import fields
 from typing import Any
+
+from ..errors import LpesError
 
 
 def strict(data: Any) -> Any:
@@ -23,6 +26,22 @@ def strict(data: Any) -> Any:
 
 def dumps(data: Any, **kwargs) -> str:
     return json.dumps(strict(data), allow_nan=False, **kwargs)
+
+
+def refuse_interpolations(data: Any, source: str, where: str = "") -> None:
+    """A one-line error at the first string of a received record that OmegaConf would resolve when the record
+    becomes a config (``${oc.env:WANDB_API_KEY}``, ``${other.setting}``): a run record or factors file would
+    otherwise have the commands read environment variables into prompts and result files. Records lpes writes
+    hold resolved configs, so none of their strings starts an interpolation."""
+    if isinstance(data, str) and "${" in data:
+        raise LpesError(f"{source}: {where or 'a value'} holds an interpolation ({data[:60]!r}); the settings of a "
+                        "received file are taken literally, never resolved")
+    if isinstance(data, dict):
+        for key, value in data.items():
+            refuse_interpolations(value, source, f"{where}.{key}" if where else str(key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            refuse_interpolations(value, source, f"{where}[{i}]")
 
 
 def nulls_to_nan(obj) -> None:

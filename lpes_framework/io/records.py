@@ -19,6 +19,10 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 Factor = Union[Finite, Annotated[list[Finite], Field(min_length=1)]]
+# a config group's option as a received file names it (the commands compose ``task=<name>``): a plain name,
+# never a path (``../config`` loads another file of the config tree) nor a list or interpolation
+GROUP_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
+GroupName = Annotated[str, Field(pattern=GROUP_NAME)]
 
 
 class _Record(BaseModel):
@@ -198,14 +202,20 @@ class Metrics(_Record):
     intervals: dict[str, dict[str, dict[str, Interval]]] = {}
 
 
+class NamedBlock(_Record):
+    name: GroupName
+
+
 class FactorsFile(_Record):
     """A factors file or preset beyond what ``model.factors_file.validate_record`` checks first (its factors and
-    scheme): the blocks other commands read (the model's identity, the genome, the evidence)."""
+    scheme): the blocks other commands read (the model's identity, the genome, the evidence, the scheme and
+    task named as config groups)."""
     model: ModelBlock = ModelBlock()
+    scheme: NamedBlock
     curve: dict | None = None
     genome: list[Finite] | None = None
     metrics: Metrics = Metrics()
-    task: dict | None = None
+    task: NamedBlock | None = None
     run: dict | None = None
 
 

@@ -11,11 +11,14 @@ result files (``best_factors.json`` and ``results.json``, key ``run``).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import LpesError
 from .atomic import file_digest
+from .jsonio import refuse_interpolations
+from .records import GROUP_NAME
 
 KEY = "spec"  # the record's key and kind in a run's JSONL log
 
@@ -44,8 +47,14 @@ class RunSpec:
                   if k in data["config"] and not isinstance(data["config"][k], dict)]
         if groups:  # the commands read these as config groups
             raise LpesError(f"{source}: damaged run record (config.{groups[0]} is not an object)")
+        unnamed = [k for k in ("pos", "curve", "task", "optimizer") if k in data["config"] and not (
+            isinstance(data["config"][k].get("name"), str) and re.fullmatch(GROUP_NAME, data["config"][k]["name"]))]
+        if unnamed:  # composed as ``task=<name>``: a path or a list there would load or parse something else
+            raise LpesError(f"{source}: damaged run record (config.{unnamed[0]} has no plain name: "
+                            f"{data['config'][unnamed[0]].get('name')!r})")
         if not isinstance(data.get("command", "search"), str):
             raise LpesError(f"{source}: damaged run record (its command is not text)")
+        refuse_interpolations(data, source)  # the config becomes an OmegaConf object (``cfg``)
         files = data.get("files", {})  # records written before it hold none
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise LpesError(f"{source}: damaged run record (its files block is not names and digests)")
@@ -122,7 +131,10 @@ def read_spec(run_dir: Path) -> RunSpec:
         from omegaconf import OmegaConf
 
         command = "search" if (run_dir / "evaluations.jsonl").is_file() else "evaluate"
-        return RunSpec(command=command, config=OmegaConf.to_container(OmegaConf.load(legacy), resolve=False),
-                       model={})
+        try:
+            config = OmegaConf.to_container(OmegaConf.load(legacy), resolve=False)
+        except Exception as exc:  # noqa: BLE001 (YAML's and OmegaConf's errors alike: the file is damaged)
+            raise LpesError(f"{legacy}: corrupted ({type(exc).__name__})") from None
+        return RunSpec.from_json({"command": command, "config": config, "model": {}}, str(legacy))
     raise LpesError(f"{run_dir} is not a run directory: it holds no run record (evaluations.jsonl, rows.jsonl, "
                     "best_factors.json or results.json written by lpes)")

@@ -32,6 +32,7 @@ import numpy as np
 from ..io import jsonio
 from ..io.atomic import write_atomic
 from ..io.records import check_factors_file
+from ..io.spec import RunSpec
 from ..errors import LpesError
 from ..position import (SCHEMES, LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, layer_width,
                         validate_factors)
@@ -84,6 +85,9 @@ def validate_record(record: Any, source: str) -> dict:
     if isinstance(values[0], tuple) and not own_patch(record["scheme"]["name"]):  # validate_factors: one width
         check_width(len(values[0]), bands, source)  # a scheme with its own patch checks it on the model
     check_factors_file(record, source)
+    jsonio.refuse_interpolations(record, source)  # its run record and task block become configs (lpes retest)
+    if record.get("run") is not None:
+        RunSpec.from_json(record["run"], f"{source}: its run record")
     return record
 
 
