@@ -4,6 +4,7 @@ paired intervals."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from ..config import number, plain
@@ -19,7 +20,7 @@ def file_method_names(paths) -> dict[str, str]:
     the whole path where two folders share it (those two only: the others keep the names their rows were
     scored under, so a folder that adds a file reuses them)."""
     short = {str(p): f"preset {p}" if is_preset(p) else f"file {Path(p).parent.name or p}" for p in paths}
-    shared = {name for name in short.values() if list(short.values()).count(name) > 1}
+    shared = {name for name, n in Counter(short.values()).items() if n > 1}
     return {p: f"file {p}" if name in shared else name for p, name in short.items()}
 
 
