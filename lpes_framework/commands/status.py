@@ -3,7 +3,8 @@
 Reads what the search writes (``evaluations.jsonl``, whose first record holds the run's settings) and
 changes nothing, so it is safe on a search running in the background. Prints the candidates scored out of the
 run's plan, the median seconds per candidate and the scoring time left, the best candidates so far
-(search split, unpatched = 0) with their exact match by gold position next to the unpatched model's,
+(search split, unpatched = 0) with their exact match by gold position (perplexity for text windows) next to
+the unpatched model's,
 and the best fitness per generation. No model is loaded.
 """
 
@@ -21,14 +22,12 @@ from ..io.store import RunStore, read_evaluations
 TOP = 5
 
 
-def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
+def planned_candidates(cfg, run_dir: Path, n_layers: int) -> tuple[int | None, int]:
     """(candidates a full run asks for, generations) from the run's own config."""
     from ..config import plain, whole
     from ..position.curves import build_curve
     from ..optim import build_optimizer
-    from ..io.spec import read_spec
 
-    cfg = read_spec(run_dir).cfg()
     options = plain(cfg.optimizer)
     if "start" in options:  # a gradient search's start file: the count does not depend on it, and a received
         options["start"] = None  # record never chooses a file to read
@@ -37,11 +36,35 @@ def planned_candidates(run_dir: Path, n_layers: int) -> tuple[int | None, int]:
     return optimizer.planned(), optimizer.generations
 
 
-def _accuracy_line(scores: dict) -> str:
-    """Exact match by gold position (``task/position`` where a search scores several retrieval tasks)."""
+def _score_line(scores: dict, windows: set[str]) -> str:
+    """Exact match by gold position (``task/position`` where a search scores several tasks), or perplexity
+    for the text-window tasks named in ``windows`` (a whole window is never matched exactly)."""
     name = (lambda task, pos: f"{task}/{pos}") if len(scores) > 1 else (lambda task, pos: pos)
-    return "  ".join(f"{name(task, pos)}:{100 * s['accuracy']:5.1f}" for task, per in scores.items()
-                     for pos, s in per.items() if s.get("accuracy") is not None)
+    cells = []
+    for task, per in scores.items():
+        for pos, s in per.items():
+            if task in windows and s.get("perplexity") is not None:
+                cells.append(f"{name(task, pos)}: ppl {s['perplexity']:.3f}")
+            elif task not in windows and s.get("accuracy") is not None:
+                cells.append(f"{name(task, pos)}:{100 * s['accuracy']:5.1f}")
+    return "  ".join(cells)
+
+
+def _window_tasks(config: dict) -> set:
+    """The keys under which a run's scores hold its text-window (perplexity) tasks: the main task's name,
+    the extra tasks' own keys."""
+    extra = config.get("extra_tasks")
+    tasks = dict(extra) if isinstance(extra, dict) else {}
+    if isinstance(config.get("task"), dict):
+        tasks[config["task"].get("name")] = config["task"]
+    return {key for key, task in tasks.items() if isinstance(task, dict) and task.get("name") == "perplexity"}
+
+
+def _genome(genome: list[float]) -> str:
+    """A genome short enough to print whole, else its size and range (a per-frequency one has 768 genes)."""
+    if len(genome) <= 12:
+        return "[" + ", ".join(f"{g:.3f}" for g in genome) + "]"
+    return f"{len(genome)} genes {min(genome):.3f}-{max(genome):.3f}"
 
 
 def status(run_dir: Path) -> str:
@@ -52,7 +75,11 @@ def status(run_dir: Path) -> str:
     candidates = [r for r in records if r["kind"] == "candidate"]
     if baseline is None or not candidates:
         return f"{run_dir}: {'baseline scored' if baseline else 'nothing scored yet'}, no candidate yet"
-    planned, generations = planned_candidates(run_dir, len(candidates[0]["factors"]))
+    from ..io.spec import read_spec
+
+    spec = read_spec(run_dir)
+    planned, generations = planned_candidates(spec.cfg(), run_dir, len(candidates[0]["factors"]))
+    windows = _window_tasks(spec.config)
     result = run_dir / "best_factors.json"
     # A candidate of generation g means generations 0..g-1 are done; the checkpoint (not kept in copied run
     # folders) also knows when the newest generation finished before the next one started.
@@ -75,12 +102,12 @@ def status(run_dir: Path) -> str:
         left = (planned - len(candidates)) * each / 60
         lines[0] += f"; about {left:.0f} min of scoring left, then validation and test"
     ranked = sorted(candidates, key=lambda r: r["outcome"]["fitness"], reverse=True)
-    lines += ["", "exact match % by gold position (search split)", f"{'unpatched':>18}  {_accuracy_line(baseline['scores'])}"]
+    lines += ["", "exact match % by gold position, perplexity of text windows (search split)",
+              f"{'unpatched':>18}  {_score_line(baseline['scores'], windows)}"]
     for rank, r in enumerate(ranked[:TOP], 1):
-        genome = ", ".join(f"{g:.3f}" for g in r["genome"])
         values = factor_table(r["factors"])  # band-wise: every band's
-        lines.append(f"{rank}. fitness {r['outcome']['fitness']:+.4f}  {_accuracy_line(r['scores'])}   genome [{genome}], "
-                     f"factors {values.min():.3f}-{values.max():.3f}, generation {r['generation']}")
+        lines.append(f"{rank}. fitness {r['outcome']['fitness']:+.4f}  {_score_line(r['scores'], windows)}   genome "
+                     f"{_genome(r['genome'])}, factors {values.min():.3f}-{values.max():.3f}, generation {r['generation']}")
     by_generation: dict[int, list[float]] = {}
     for r in candidates:
         by_generation.setdefault(r["generation"], []).append(r["outcome"]["fitness"])
