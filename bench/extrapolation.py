@@ -40,10 +40,12 @@ def controls(factors: str, out: Path) -> list[tuple[str, str]]:
     record = load_factors(factors)
     logs = np.log(factor_table(record["factors"]))
     mean = round(float(np.exp(logs.mean())), 4)
-    made = {"mean": ([mean] * len(record["factors"]), f"its mean factor {mean} in every layer")}
-    if logs.shape[1] > 1:
+    layers, width = logs.shape
+    # under bands a layer's factor is one number per band (the scheme takes nothing else)
+    made = {"mean": ([mean if width == 1 else [mean] * width] * layers, f"its mean factor {mean} in every layer")}
+    if width > 1:
         bands = [round(float(b), 4) for b in np.exp(logs.mean(axis=0))]
-        made["band-mean"] = ([bands] * len(record["factors"]), f"its mean factor of each band {bands} in every layer")
+        made["band-mean"] = ([bands] * layers, f"its mean factor of each band {bands} in every layer")
     out_files = []
     for kind, (values, description) in made.items():
         folder = out / f"{factors}-{kind}" if is_preset(factors) else Path(factors).parent / f"uniform-{kind}"

@@ -30,7 +30,7 @@ def test_a_preset_controls_live_in_the_evaluate_folder(tmp_path):
     source = load_factors("qwen2.5-coder-0.5b")
     table = factor_table(source["factors"])
     want = _geometric(table.ravel().tolist())
-    assert _same_identity(mean, source)["factors"] == [want] * len(table)
+    assert _same_identity(mean, source)["factors"] == [[want] * table.shape[1]] * len(table)
     per_band = [_geometric(column) for column in table.T.tolist()]
     assert _same_identity(bands, source)["factors"] == [per_band] * len(table)
 
@@ -60,5 +60,5 @@ def test_band_wise_controls_take_every_band_then_each_band_alone(tmp_path):
                             factors=[[0.5, 2.0]] * 12 + [[1.0, 4.0]] * 12)
     write_json_atomic(source, record)
     (mean, _), (bands, _) = controls(str(source), tmp_path)
-    assert load_factors(mean)["factors"] == [round(math.sqrt(2.0), 4)] * 24  # exp of the mean log of all 48
+    assert load_factors(mean)["factors"] == [[round(math.sqrt(2.0), 4)] * 2] * 24  # exp of the mean log of all 48
     assert load_factors(bands)["factors"] == [[round(math.sqrt(0.5), 4), round(math.sqrt(8.0), 4)]] * 24

@@ -211,3 +211,36 @@ def test_a_self_contained_export_runs_without_lpes_framework(tmp_path, arch, sch
     with torch.no_grad():
         assert torch.equal(reloaded(ids).logits, torch.load(tmp_path / "ref.pt")["logits"])
     again.remove()
+
+
+@pytest.mark.parametrize("scheme,factors,window", [("ntk", [0.7, 1.0, 1.0, 1.0], 146), ("ntk", [0.5, 1.0, 1.0, 1.0], 1),
+                                                   ("ntk", [1.5] * 4, 341), ("pi", [1.5] * 4, None)])
+def test_the_card_says_how_long_an_input_the_fixed_tables_hold_for(tmp_path, scheme, factors, window):
+    """NTK's dynamic term lifts a factor below 1 once 0.7 L / 256 + 0.3 > 0.7 (from 147 tokens on; at once for
+    0.5) and 1.5 beyond the window (1.5 L / 256 - 0.5 > 1.5 from 342 on): the exported tables stop there, and the
+    card says so; PI's tables never change."""
+    from lpes_framework.report.export import save_self_contained
+
+    model = tiny_model("llama")
+    with apply_layer_scaling(model, factors, build_scheme({"name": scheme})) as handle:
+        folder = save_self_contained(model, handle, tmp_path / "model")
+    card = (folder / "README.md").read_text()
+    tables = json.loads((folder / "config.json").read_text())["lpes_tables"]
+    if window is None:
+        assert not tables["length_dependent"] and "## Input length" not in card
+    else:
+        assert tables["window"] == window
+        assert f"change with the input length from {window + 1} tokens on" in card
+        assert f"inputs of at most {window} tokens" in card
+
+
+def test_the_export_command_names_the_input_limit(tmp_path, capsys):
+    from lpes_framework.commands.export import main
+    from lpes_framework.config import compose_config
+    from lpes_framework.model.load import identify
+
+    info = identify(compose_config("config", ["model=tiny"]).model)
+    write_json_atomic(tmp_path / "f.json", factors_record(model=info.as_dict(), scheme={"name": "ntk"},
+                                                          factors=[0.5] + [1.0] * (info.n_layers - 1)))
+    main([str(tmp_path / "f.json"), "--model", "tiny", "--out", str(tmp_path / "model")])
+    assert "from 2 tokens on, so the folder (and vLLM) take inputs of at most 1 tokens" in capsys.readouterr().out

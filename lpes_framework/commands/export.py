@@ -13,6 +13,7 @@ multiply ``o_proj``'s columns) is folded, so the folder's ``lpes`` block holds o
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 
@@ -43,7 +44,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", required=True, help="the model config group it was searched on, e.g. qwen2.5-0.5b")
     parser.add_argument("--out", type=Path, required=True, help="the folder to write")
     args = parser.parse_args(argv)
-    print(f"wrote {one_line_errors(export)(args.factors, args.model, args.out)}")
+    folder = one_line_errors(export)(args.factors, args.model, args.out)
+    tables = json.loads((folder / "config.json").read_text())["lpes_tables"]
+    print(f"wrote {folder}" + (f"; its tables change with the input length from {tables['window'] + 1} tokens on, so "
+                               f"the folder (and vLLM) take inputs of at most {tables['window']} tokens: see its "
+                               "README.md" if tables["length_dependent"] else ""))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, 
     if getattr(handle.scheme, "install", None) is not None:
         raise LpesError("a scheme with its own attention patch cannot be exported as RoPE tables")
     path = Path(path)
-    model.config.lpes_tables = layer_tables(model, handle)
+    tables = layer_tables(model, handle)
+    model.config.lpes_tables = tables
     model.config.auto_map = {"AutoModelForCausalLM": "lpes_modeling.LpesForCausalLM"}
     try:
         save_patched(model, handle, path, tokenizer)
@@ -52,13 +53,24 @@ def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, 
     code = MODELING.read_text().replace('ARCHITECTURE = "LlamaForCausalLM"', f'ARCHITECTURE = "{architecture}"')
     (path / "lpes_modeling.py").write_text(code)
     plot_factors({"factor": list(handle.factors)}, path / "factors.png")
-    (path / "README.md").write_text(model_card(path.name, architecture, handle, evidence or {}, folded))
+    window = tables["window"] if tables["length_dependent"] else None
+    (path / "README.md").write_text(model_card(path.name, architecture, handle, evidence or {}, folded, window))
     return path
 
 
-def model_card(name: str, architecture: str, handle, evidence: dict, folded: dict | None = None) -> str:
+def length_reason(handle) -> str:
+    """Why a schedule's tables move with the length, in the words of its scheme."""
+    if handle.scheme.config.get("name") == "ntk":
+        return ("dynamic NTK: a layer factor below 1 is raised by its dynamic term as the input grows, and every "
+                "factor beyond the trained window")
+    return f"its scheme, {handle.scheme.config.get('name')}, depends on the length"
+
+
+def model_card(name: str, architecture: str, handle, evidence: dict, folded: dict | None = None,
+               window: int | None = None) -> str:
     """The folder's README.md, as the Hub shows it; ``folded``: the settings of a scheme whose changes are in
-    the weights (the card must not call them the base model's)."""
+    the weights (the card must not call them the base model's); ``window``: the longest input its fixed tables
+    hold for, where the schedule changes with the length (``layer_tables``)."""
     scheme = json.dumps(handle.scheme.config)
     weights = ("the weights are the base model's, unchanged" if folded is None else
                "the weights are the base model's except each attention output projection (`o_proj`), whose input "
@@ -80,6 +92,11 @@ def model_card(name: str, architecture: str, handle, evidence: dict, folded: dic
     else:
         lines += ["## Held-out evidence", "", "None recorded with these factors: re-test them "
                   "(`bench/heldout_gain.py --preset <file>`) before relying on them.", ""]
+    if window is not None:
+        lines += ["## Input length", "", f"This schedule's RoPE tables change with the input length from {window + 1} "
+                  f"tokens on ({length_reason(handle)}). The modeling file and vLLM serve one fixed table a layer, so "
+                  f"they take inputs of at most {window} tokens and refuse longer ones; `load_patched` (lpes_framework) "
+                  "follows the length as the search did.", ""]
     lines += ["## Load", "", "transformers (no lpes_framework needed):", "", "```python",
               "from transformers import AutoModelForCausalLM, AutoTokenizer",
               f'model = AutoModelForCausalLM.from_pretrained("{name}", trust_remote_code=True)',
