@@ -135,13 +135,18 @@ def test_attention_never_loads_the_model_a_record_names(ga_run, tmp_path):
     assert not target.exists()
 
 
-def test_a_recorded_task_that_reads_files_is_refused(ga_run, tmp_path):
+def with_recorded_task(ga_run, tmp_path, **settings):
+    """A copy of the finished run whose run record's task holds ``settings``."""
     folder = copy_run(ga_run, tmp_path)
     log = folder / "evaluations.jsonl"
     records = [json.loads(line) for line in log.read_text().splitlines()]
-    records[0]["spec"]["config"]["task"]["path"] = "/etc/hostname"
+    records[0]["spec"]["config"]["task"].update(settings)
     log.write_text("".join(json.dumps(r) + "\n" for r in records))
-    attention(folder, "its task reads files")
+    return folder
+
+
+def test_a_recorded_task_that_reads_files_is_refused(ga_run, tmp_path):
+    attention(with_recorded_task(ga_run, tmp_path, path="/etc/hostname"), "its task reads files")
 
 
 def _crafted_preset(tmp_path, edit) -> str:
@@ -180,11 +185,7 @@ def test_a_factors_file_never_has_the_config_resolve_or_load_anything(edit, word
 def test_a_run_folders_record_is_taken_literally(ga_run, tmp_path):
     from lpes_framework.io.spec import read_spec
 
-    folder = copy_run(ga_run, tmp_path)
-    log = folder / "evaluations.jsonl"
-    records = [json.loads(line) for line in log.read_text().splitlines()]
-    records[0]["spec"]["config"]["task"]["answer_prefix"] = "${oc.env:HOME}"
-    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    folder = with_recorded_task(ga_run, tmp_path, answer_prefix="${oc.env:HOME}")
     with pytest.raises(LpesError, match="config.task.answer_prefix holds an interpolation"):
         read_spec(folder)
     resume(folder, "holds an interpolation")
