@@ -4,6 +4,7 @@
     lpes factors <evaluate folder> --baseline <search run> --out best.json
     lpes factors <factors file> --fit bezier [--control-points 4] --out fitted.json
     lpes factors <factors file> --bands per_frequency --out finer.json
+    lpes factors <factors file> --hold-to 8192 --out servable.json
 
 A search writes ``best_factors.json`` itself, after validation; this is for the runs that stop short of
 it (a search-efficiency comparison, a killed search) and for tuning sweeps: ``evaluate`` on the search
@@ -20,6 +21,10 @@ split with several uniform factors, whose best by the search's fitness becomes t
 - ``--bands <wavelengths or per_frequency>`` on a factors file: the same schedule on finer bands (each new
   band takes the factor of the old band holding its rotary dimensions: the model computes the same), the
   start of a finer search (``optimizer.start=finer.json`` with ``pos.bands`` set alike).
+- ``--hold-to <tokens>`` on a factors file: each layer's low factors raised to the least floor that keeps its
+  tables fixed up to that many tokens (``metrics.held_to``: the floors and how much moved). Dynamic NTK lifts
+  a factor below 1 as the input grows, which an engine serving one fixed table (vLLM, an exported folder)
+  cannot follow; the result serves that length there. It is another schedule: re-test it held out.
 - An evaluate folder: every patched method in ``results.json`` is scored by the fitness against the
   folder's ``unpatched`` row with the default fitness weights, or, with ``--baseline`` (a search run on
   the same split and samples: a tuning sweep judged the way that search judged its candidates), against
@@ -32,7 +37,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..compare.best import best_candidate, best_method, fitted, rebanded
+from ..compare.best import best_candidate, best_method, fitted, held_to, rebanded
 from ..errors import LpesError
 from ..model.factors_file import write_json_atomic
 from .cli import one_line_errors
@@ -52,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--control-points", type=int, help="--fit bezier: control points (default 4: cubic)")
     parser.add_argument("--bands", help="finer bands to redraw the factors file on: per_frequency or a JSON list "
                                         "of wavelengths")
+    parser.add_argument("--hold-to", type=int, metavar="TOKENS", help="raise low factors until every layer's "
+                                                                       "tables stay fixed up to this length")
     parser.add_argument("--out", type=Path, required=True, help="the factors file to write")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)  # a new run folder for the file, as every command makes its own
@@ -59,6 +66,17 @@ def main(argv: list[str] | None = None) -> None:
         raise LpesError("--control-points is for --fit (e.g. --fit bezier --control-points 5)")
     if args.fit and (args.uniform or args.baseline is not None):
         raise LpesError("--fit redraws a factors file; --uniform and --baseline choose from a run")
+    if args.hold_to is not None:
+        if args.fit or args.bands or args.uniform or args.baseline is not None:
+            raise LpesError("--hold-to redraws a factors file; give it alone")
+        if args.hold_to < 2:
+            raise LpesError(f"--hold-to is a prompt length in tokens (at least 2), got {args.hold_to}")
+        record = held_to(args.run, args.hold_to)
+        write_json_atomic(args.out, record)
+        held = record["metrics"]["held_to"]
+        print(f"wrote {args.out}: tables fixed up to {args.hold_to} tokens; {held['changed']} factors raised in "
+              f"{len(held['floors'])} layers, by {held['max_abs_change']:.4f} at most")
+        return
     if args.bands:
         if args.fit or args.uniform or args.baseline is not None:
             raise LpesError("--bands redraws a factors file on finer bands; give it alone")

@@ -5,6 +5,7 @@ evaluate folder's best method by the search's fitness, or a factors file redrawn
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..errors import LpesError
 from ..evaluation.fitness import FitnessWeights, task_score
@@ -23,8 +24,6 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     """The factors record of the search run's best candidate by its recorded search fitness (``uniform``:
     of those with one factor other than 1 in every layer: the uniform baseline a search tests its answer
     against)."""
-    from types import SimpleNamespace
-
     from ..position import build_scheme, layer_width
     from ..position.bands import resolve_bands
     from ..position.curves import build_curve, uniform_scaling
@@ -73,8 +72,6 @@ def fitted(path: Path, curve_cfg: dict) -> dict:
 def rebanded(path: Path, bands) -> dict:
     """The factors file at ``path`` on finer wavelength bands (a list, or ``per_frequency``: one per rotary
     frequency of its model), the same schedule (``bands.refine_bands``): a finer search's start."""
-    from types import SimpleNamespace
-
     from ..model.factors_file import load_factors
     from ..position.bands import check_bands, default_inv_freq, factor_table, refine_bands, resolve_bands
 
@@ -116,3 +113,52 @@ def best_method(folder: Path, baseline: Path | None = None) -> dict:
     return factors_record(model=results["model"], scheme=methods[best]["scheme"], factors=methods[best]["factors"],
                           task=results["tasks"][task],
                           metrics={"search": {"chosen": best, "fitness": fitness, "weights": weights.__dict__}})
+
+
+def held_to(path: Path, length: int) -> dict:
+    """The factors file at ``path`` with each layer's low factors raised to the least floor that keeps the
+    layer's tables fixed up to ``length`` tokens (``position.fixed_table``): what an engine serving one table
+    per layer (vLLM, an exported folder) needs to serve prompts that long. Only schemes whose tables move with
+    the length change anything: under dynamic NTK a factor f < 1 holds up to L_train (2f - 1) / f tokens, so
+    the floor is L_train / (2 L_train - length). The result is another schedule: re-test it held out."""
+    import numpy as np
+
+    from ..position import build_scheme, fixed_table
+    from ..position.bands import default_inv_freq, factor_table
+    from ..position.schemes.base import RopeSpec
+
+    record = load_factors(path)
+    model = record["model"]
+    inv_freq = default_inv_freq(SimpleNamespace(**({"name": str(path)} | model)))
+    if inv_freq is None:
+        raise LpesError(f"{path}: its model block gives no rope_theta and head size to compute its tables from")
+    trained = int(model["trained_context"])
+    spec = RopeSpec(inv_freq=inv_freq.float(), attention_scaling=1.0, max_position=trained,
+                    rope_theta=float(model["rope_theta"]))
+    scheme = build_scheme(record["scheme"])
+    table = factor_table(record["factors"])
+
+    def holds(row: np.ndarray) -> bool:
+        return fixed_table(scheme, spec, row.tolist() if row.size > 1 else float(row[0]), length)[2] >= length
+
+    floors = {}
+    for layer, row in enumerate(table):
+        if holds(row):
+            continue
+        low, high = float(row.min()), max(float(row.max()), 1.0)  # holds at high, not at low
+        if not holds(np.maximum(row, high)):
+            raise LpesError(f"{path}: layer {layer}'s tables under pos={record['scheme']['name']} change before "
+                            f"{length} tokens at any floor up to {high:g} (beyond the trained window of {trained} "
+                            "tokens the scheme itself moves with the length); ask for a shorter length")
+        for _ in range(60):  # bisection on the floor: a higher floor holds at least as long
+            mid = (low + high) / 2
+            low, high = (low, mid) if holds(np.maximum(row, mid)) else (mid, high)
+        floors[layer] = high
+        table[layer] = np.maximum(row, high)
+    before = factor_table(record["factors"])
+    moved = table != before
+    held = {"from": str(path), "tokens": length, "floors": {str(k): v for k, v in floors.items()},
+            "changed": int(moved.sum()), "max_abs_change": float(np.abs(table - before).max())}
+    factors = table.tolist() if table.shape[1] > 1 else table[:, 0].tolist()
+    return factors_record(model=model, scheme=record["scheme"], factors=factors, task=record.get("task"),
+                          metrics={"held_to": held}) | ({"run": record["run"]} if "run" in record else {})
