@@ -2,10 +2,11 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
-from conftest import tiny_model
+from conftest import run_cli, tiny_model
 from lpes_framework import apply_factors_file, apply_layer_scaling, build_scheme, load_patched, save_patched
 from lpes_framework.errors import LpesError
 from lpes_framework.model.factors_file import factors_record, load_factors, write_json_atomic
@@ -244,3 +245,38 @@ def test_the_export_command_names_the_input_limit(tmp_path, capsys):
                                                           factors=[0.5] + [1.0] * (info.n_layers - 1)))
     main([str(tmp_path / "f.json"), "--model", "tiny", "--out", str(tmp_path / "model")])
     assert "from 2 tokens on, so the folder (and vLLM) take inputs of at most 1 tokens" in capsys.readouterr().out
+
+
+def test_a_schedule_held_to_a_length_keeps_its_tables_fixed_that_long_and_moves_nothing_else(tmp_path):
+    """``lpes factors --hold-to``: on the tiny Llama (trained window 256) a band-wise NTK factor f < 1 holds up to
+    256 (2f - 1) / f tokens, so holding to 200 lifts the factors below 256 / 312 = 0.8205 to that floor and no
+    other; the export's own check on the real model then finds every table fixed up to 200 tokens. A static
+    scheme (PI) is returned as it is, and a length beyond the trained window is refused in one line."""
+    from lpes_framework.model.info import identify_loaded
+    from lpes_framework.report.export import layer_tables
+
+    model = tiny_model("llama", layers=4)
+    factors = [[0.55, 1.3], [0.9, 0.7], [1.0, 1.0], [2.0, 0.81]]
+    for scheme in ("ntk", "pi"):
+        write_json_atomic(tmp_path / f"{scheme}.json", factors_record(
+            model=identify_loaded(model).as_dict(), scheme={"name": scheme, "bands": [20.0]}, factors=factors))
+        proc = run_cli("lpes_framework.commands.factors", str(tmp_path / f"{scheme}.json"), "--hold-to", "200",
+                       "--out", str(tmp_path / f"{scheme}-200.json"))
+        held = load_factors(tmp_path / f"{scheme}-200.json")
+        if scheme == "pi":
+            assert held["factors"] == factors and held["metrics"]["held_to"]["changed"] == 0
+            continue
+        floor = 256 / 312
+        assert "3 factors raised in 3 layers" in proc.stdout
+        expected = [[max(f, floor) for f in row] for row in factors]
+        assert np.allclose(held["factors"], expected, rtol=2e-6)
+        assert [f for row, old in zip(held["factors"], factors) for f, o in zip(row, old) if f != o] == \
+            pytest.approx([floor] * 3, rel=2e-6)
+        with apply_factors_file(model, tmp_path / "ntk.json") as handle:
+            assert layer_tables(model, handle)["window"] < 200
+        with apply_factors_file(model, tmp_path / "ntk-200.json") as handle:
+            assert layer_tables(model, handle)["window"] >= 200
+    beyond = run_cli("lpes_framework.commands.factors", str(tmp_path / "ntk.json"), "--hold-to", "300",
+                     "--out", str(tmp_path / "bad.json"), check=False)
+    assert beyond.returncode == 2 and "beyond the trained window of 256 tokens" in beyond.stderr
+    assert len(beyond.stderr.strip().splitlines()) == 1 and not (tmp_path / "bad.json").exists()

@@ -153,8 +153,11 @@ def held_to(path: Path, length: int) -> dict:
         for _ in range(60):  # bisection on the floor: a higher floor holds at least as long
             mid = (low + high) / 2
             low, high = (low, mid) if holds(np.maximum(row, mid)) else (mid, high)
-        floors[layer] = high
-        table[layer] = np.maximum(row, high)
+        # float32 tables hide a change of the factor below ~1e-7, so the edge found can lie where the scheme's
+        # float64 factor already moves and whether a table shows it depends on the model's own frequencies (here
+        # from the config); 1e-6 above it the factor itself stays put up to ``length``, whatever the frequencies
+        floors[layer] = high * (1 + 1e-6)
+        table[layer] = np.maximum(row, floors[layer])
     before = factor_table(record["factors"])
     moved = table != before
     held = {"from": str(path), "tokens": length, "floors": {str(k): v for k, v in floors.items()},
