@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     tables = json.loads((folder / "config.json").read_text())["lpes_tables"]
     print(f"wrote {folder}" + (f"; its tables change with the input length from {tables['window'] + 1} tokens on, so "
                                f"the folder (and vLLM) take inputs of at most {tables['window']} tokens: see its "
-                               "README.md" if tables["length_dependent"] else ""))
+                               "README.md (`lpes factors <file> --hold-to <tokens>` makes a schedule that holds longer)"
+                               if tables["length_dependent"] else ""))
 
 
 if __name__ == "__main__":

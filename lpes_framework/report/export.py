@@ -96,7 +96,8 @@ def model_card(name: str, architecture: str, handle, evidence: dict, folded: dic
         lines += ["## Input length", "", f"This schedule's RoPE tables change with the input length from {window + 1} "
                   f"tokens on ({length_reason(handle)}). The modeling file and vLLM serve one fixed table a layer, so "
                   f"they take inputs of at most {window} tokens and refuse longer ones; `load_patched` (lpes_framework) "
-                  "follows the length as the search did.", ""]
+                  "follows the length as the search did. For longer inputs, raise the schedule's low factors until its "
+                  "tables hold that long (`lpes factors <file> --hold-to <tokens>`) and re-test that file held out.", ""]
     lines += ["## Load", "", "transformers (no lpes_framework needed):", "", "```python",
               "from transformers import AutoModelForCausalLM, AutoTokenizer",
               f'model = AutoModelForCausalLM.from_pretrained("{name}", trust_remote_code=True)',

@@ -82,7 +82,9 @@ def install(model: torch.nn.Module, block, config, max_model_len: int) -> int:
         inv_freq, scaling, holds = fixed_table(scheme, spec, factor, max_model_len)
         if holds < max_model_len:
             raise LpesError(f"lpes-vllm: pos={name} changes layer {index}'s frequencies with the length from "
-                            f"{holds + 1} tokens on and a vLLM table is fixed: serve with max_model_len <= {holds}")
+                            f"{holds + 1} tokens on and a vLLM table is fixed: serve with max_model_len <= {holds}, or "
+                            f"serve the factors file that `lpes factors <file> --hold-to {max_model_len}` makes (then "
+                            "re-test it held out: it is another schedule)")
         for parent, attr in modules[index]:
             stock = getattr(parent, attr)
             cache = getattr(stock, "cos_sin_cache", None)
