@@ -131,6 +131,10 @@ def factors_damages() -> list[tuple[str, Callable, str]]:
          "its model has 3 layers"),
         ("a model with a negative rope theta", in_text(lambda r: r["model"].update(rope_theta=-1.0)),
          "model.rope_theta"),
+        ("a model head of 10^9 dimensions (8 GB of frequencies)", in_text(lambda r: r["model"].update(head_dim=10 ** 9)),
+         "model.head_dim"),
+        ("a partial rotary factor that is text", in_text(lambda r: r["model"].update(
+            rope_parameters={"rope_theta": 1e4, "partial_rotary_factor": "x"})), "partial_rotary_factor"),
         ("a genome that is text", in_text(lambda r: r.update(genome="x")), "genome"),
         ("a validation interval of three numbers", in_text(lambda r: r["metrics"]["validation"]["intervals"].update(
             {"top 1": [0.1, 0.2, 0.3]})), "metrics.validation.intervals"),
@@ -216,6 +220,8 @@ def probe_files(tmp: Path, judge, reference: Path, evaluated: Path) -> None:
     each(reference, "best_factors.json", factors_damages(),
          lambda folder, path: [("factors --fit", (factors.main, [str(path), "--fit", "bezier", "--out",
                                                                  str(out / "fit.json")])),
+                               ("factors --hold-to", (factors.main, [str(path), "--hold-to", "100", "--out",
+                                                                     str(out / "held.json")])),
                                ("preset", (preset.main, [str(path), "--heldout", str(evaluated), "--name", "p",
                                                          "--out", str(out)]))])
     each(evaluated, "results.json", results_damages(),
@@ -247,3 +253,11 @@ def probe_files(tmp: Path, judge, reference: Path, evaluated: Path) -> None:
     refused("preset --heldout with another file's row", folder, folder / "best_factors.json", preset.main,
             [str(folder / "best_factors.json"), "--heldout", str(evaluated), "--name", "p", "--out", str(out)],
             "scored other factors")
+    # a file from before the trained window was recorded: where its tables start to move is unknown
+    record = json.loads((reference / "best_factors.json").read_text())
+    del record["model"]["trained_context"]
+    folder = tmp / "files" / "windowless"
+    folder.mkdir(parents=True)
+    (folder / "best_factors.json").write_text(json.dumps(record))
+    refused("factors --hold-to without a trained window", folder, folder / "best_factors.json", factors.main,
+            [str(folder / "best_factors.json"), "--hold-to", "100", "--out", str(out / "held.json")], "no trained_context")

@@ -64,6 +64,11 @@ def test_saved_patched_model_reloads_with_its_factors(tmp_path):
     ('{"schema": "lpes.factors", "version": 9, "factors": [1.0]}', "version 9 is not supported"),
     ('{"schema": "lpes.factors", "version": 1, "factors": [1.0, -1.0], "scheme": {"name": "rope"}}', "factors must be finite and in"),
     ('{"schema": "lpes.factors", "version": 1, "factors": [1.0], "scheme": "rope"}', "'scheme' must be an object"),
+    # a model block sizes what gets computed from it before any model loads (--bands, --hold-to)
+    ('{"schema": "lpes.factors", "version": 1, "factors": [1.0], "scheme": {"name": "ntk"}, '
+     '"model": {"head_dim": 1000000000, "rope_theta": 10000.0}}', "model.head_dim: Input should be less than"),
+    ('{"schema": "lpes.factors", "version": 1, "factors": [1.0], "scheme": {"name": "ntk"}, '
+     '"model": {"rope_parameters": {"partial_rotary_factor": "x"}}}', "partial_rotary_factor: Input should be a valid"),
 ])
 def test_bad_factors_files(tmp_path, content, match):
     path = tmp_path / "f.json"

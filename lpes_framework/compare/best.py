@@ -132,6 +132,9 @@ def held_to(path: Path, length: int) -> dict:
     inv_freq = default_inv_freq(SimpleNamespace(**({"name": str(path)} | model)))
     if inv_freq is None:
         raise LpesError(f"{path}: its model block gives no rope_theta and head size to compute its tables from")
+    if not model.get("trained_context"):
+        raise LpesError(f"{path}: its model block gives no trained_context (written before it was recorded), so "
+                        "where the scheme's tables start to move is unknown")
     trained = int(model["trained_context"])
     spec = RopeSpec(inv_freq=inv_freq.float(), attention_scaling=1.0, max_position=trained,
                     rope_theta=float(model["rope_theta"]))

@@ -169,18 +169,28 @@ class Results(_Record):
         return self
 
 
+# sizes a received model block gives are what frequencies and tables get computed from before any model loads
+# (a head of 10^9 dimensions is 8 GB of them): bounded far above any real model
+Size = Annotated[int, Field(ge=1, le=1 << 16)]
+
+
+class RopeParameters(_Record):
+    """transformers' ``rope_parameters`` (keys vary by rope type); the ones read from a file are checked."""
+    partial_rotary_factor: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+
+
 class ModelBlock(_Record):
     """The identity a factors file was searched on (``model.load.ModelInfo``); older files hold fewer fields."""
     name: str | None = None
     architecture: str | None = None
-    n_layers: Annotated[int, Field(ge=1)] | None = None
-    n_heads: Annotated[int, Field(ge=1)] | None = None
-    n_kv_heads: Annotated[int, Field(ge=1)] | None = None
-    head_dim: Annotated[int, Field(ge=1)] | None = None
+    n_layers: Size | None = None
+    n_heads: Size | None = None
+    n_kv_heads: Size | None = None
+    head_dim: Size | None = None
     rope_theta: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
     rope_type: str | None = None
-    trained_context: Annotated[int, Field(ge=1)] | None = None
-    rope_parameters: dict | None = None
+    trained_context: Annotated[int, Field(ge=1, le=1 << 40)] | None = None
+    rope_parameters: RopeParameters | None = None
     source: str | None = None
 
 
