@@ -9,7 +9,9 @@
 # does since it was held there (lpes factors --hold-to 8192). Its budget and smoothness (16 Adam steps of 3 haystacks, cosine 0.03 -> 0.003, smoothness 0.01, the fixed
 # 20-haystack split every 8 steps, validation top 2). A step costs about twice the ~1K one (twice the tokens).
 # Then held out in the matrix's KV ~2K column grown to 100 haystacks (its 40 reused), next to the unpatched
-# model and both KV presets. Resumable: the same command.
+# model and the per-frequency preset it started from (the band-wise preset keeps its 40 there: -3.8 [-7.2, -0.6]).
+# A KV ~2K row costs ~40 s a haystack here (one 2K prefix and 10 answers): ~3 h for the 260 new haystack rows.
+# Resumable: the same command (it finds its search and resumes it; each column's finished rows are reused).
 set -eo pipefail
 run=runs/qwen-kv2k
 resume=$([ -f $run/search/evaluations.jsonl ] && echo true || echo false)  # a first start has nothing to resume
@@ -18,6 +20,6 @@ python -m lpes_framework experiment=qwen-gradient pos=ntk '+pos.bands=per_freque
     optimizer.smoothness=0.01 optimizer.schedule=cosine optimizer.lr=0.03 optimizer.lr_min=0.003 optimizer.steps=16 \
     optimizer.eval_every=8 optimizer.contexts_per_step=3 validation.top_k=2 model.device=cpu threads=2 progress=false \
     resume=$resume hydra.run.dir=$run/search "$@"
-python bench/transfer.py --columns kv-2k --haystacks 100 --methods unpatched "KV preset" perfreq "KV ~2K" \
+python bench/transfer.py --columns kv-2k --haystacks 100 --methods unpatched perfreq "KV ~2K" \
     --also perfreq=qwen2.5-coder-0.5b-perfreq "KV ~2K=$run/search/best_factors.json" --row "KV ~2K" \
     | tee $run/heldout.txt
