@@ -39,10 +39,15 @@ def test_search_trajectory_is_pinned(tmp_path):
     for name, overrides in OPTIMIZERS.items():
         got = trajectory(tmp_path / name, overrides)
         want = pinned[name]
-        assert [g["genome"] for g in got] == [w["genome"] for w in want], name
+        if name == "gradient":
+            # its genomes are Adam steps on float32 gradients, so another CPU's kernels move their last digits
+            # (1e-6 on this file's 6 decimals seen between two hosts); a changed step moves them by far more
+            assert np.allclose([g["genome"] for g in got], [w["genome"] for w in want], rtol=0, atol=1e-5), name
+        else:  # drawn by the seeded generator alone: exact
+            assert [g["genome"] for g in got] == [w["genome"] for w in want], name
         # Tiny random-model fitness (~1e-5) is a difference of O(1) float32 log-probs, so another CPU's
         # kernels move it in absolute terms: up to 3.7e-7 on an AMD EPYC host against this file, relative
-        # errors up to 38% on entries near 0. The check is absolute, 5x that; the genomes above are exact.
+        # errors up to 38% on entries near 0. The check is absolute, 5x that.
         for key in ("fitness", "retrieval"):
             assert np.allclose([g[key] for g in got], [w[key] for w in want], rtol=0, atol=2e-6), (name, key)
 
