@@ -94,3 +94,21 @@ def test_a_corrupted_file_is_a_one_line_error_and_stays_as_it_was(ga_run, evalua
         except LpesError as exc:
             assert "\n" not in str(exc)
         assert path.read_bytes() == before
+
+
+def test_a_row_whose_position_changed_kind_is_a_damaged_line(evaluate_run, tmp_path):
+    """Found by the corruptions above: one numbered position turned into a string reached the readers' sort as a
+    TypeError."""
+    from lpes_framework.compare.rows import logged_rows
+
+    shutil.copytree(evaluate_run, tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
+    path = tmp_path / "rows.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    index = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") != "spec")
+    record = json.loads(lines[index])
+    task = next(t for t, rows in record["rows"].items() if isinstance(rows[0]["position"], int))
+    record["rows"][task][0]["position"] = "x"
+    lines[index] = json.dumps(record) + "\n"
+    path.write_text("".join(lines))
+    with pytest.raises(LpesError, match=f"line {index + 1} is damaged: .*mixes numbered and named"):
+        logged_rows(tmp_path)

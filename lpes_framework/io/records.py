@@ -137,6 +137,15 @@ class Rows(_Record):
     method: Annotated[str, Field(min_length=1)]
     rows: dict[str, list[Row]]
 
+    @model_validator(mode="after")
+    def _one_kind_of_position(self):
+        """A task's gold positions are all numbers (an index, a depth) or all names ('all'): one of another
+        kind is a damaged row, which readers that order rows by position could not even compare."""
+        for task, rows in self.rows.items():
+            if len({isinstance(row.position, str) for row in rows}) > 1:
+                raise ValueError(f"task {task!r} mixes numbered and named gold positions")
+        return self
+
 
 
 class Interval(_Record):
