@@ -147,7 +147,6 @@ class Rows(_Record):
         return self
 
 
-
 class Interval(_Record):
     delta: Finite | None
     low: Finite | None
