@@ -46,6 +46,16 @@ def test_bezier_formula_endpoints_and_midpoint():
     np.testing.assert_allclose(bernstein(control, t), [1.0, 1.75, 1.0])  # (1 + 3*2 + 3*2 + 1) / 8
 
 
+def test_bezier_basis_holds_for_many_control_points():
+    """A constant control polygon draws that constant at any degree, and the basis splits one everywhere:
+    the binomial coefficient as a float overflowed past ~1030 control points (a traceback, not a curve)."""
+    t = torch.linspace(0, 1, 30, dtype=torch.float64)
+    for n in (4, 1500, 100_000):
+        np.testing.assert_allclose(bernstein(torch.full((n,), 1.3, dtype=torch.float64), t), 1.3, rtol=1e-9)
+    curve = build_curve({"name": "bezier", "control_points": 2000, "low": 0.5, "high": 3.0}, 30)
+    assert np.all(np.isfinite(curve.factors(np.linspace(0.5, 3.0, 2000))))
+
+
 @settings(max_examples=60, deadline=None)
 @given(genes=st.lists(st.floats(0.5, 3.0), min_size=2, max_size=7), n_layers=st.integers(2, 48))
 def test_spline_is_scipys_pchip(genes, n_layers):

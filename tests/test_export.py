@@ -285,3 +285,6 @@ def test_a_schedule_held_to_a_length_keeps_its_tables_fixed_that_long_and_moves_
                      "--out", str(tmp_path / "bad.json"), check=False)
     assert beyond.returncode == 2 and "beyond the trained window of 256 tokens" in beyond.stderr
     assert len(beyond.stderr.strip().splitlines()) == 1 and not (tmp_path / "bad.json").exists()
+    huge = run_cli("lpes_framework.commands.factors", str(tmp_path / "ntk.json"), "--hold-to", str(10**20),
+                   "--out", str(tmp_path / "bad.json"), check=False)  # once an integer overflow's traceback
+    assert huge.returncode == 2 and "a prompt length in tokens" in huge.stderr and not (tmp_path / "bad.json").exists()

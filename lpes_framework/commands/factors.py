@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.hold_to is not None:
         if args.fit or args.bands or args.uniform or args.baseline is not None:
             raise LpesError("--hold-to redraws a factors file; give it alone")
-        if args.hold_to < 2:
-            raise LpesError(f"--hold-to is a prompt length in tokens (at least 2), got {args.hold_to}")
+        if not 2 <= args.hold_to < 2**31:  # past int32 no engine indexes a position (and past int64 torch cannot)
+            raise LpesError(f"--hold-to is a prompt length in tokens (2 to {2**31 - 1}), got {args.hold_to}")
         record = held_to(args.run, args.hold_to)
         write_json_atomic(args.out, record)
         held = record["metrics"]["held_to"]

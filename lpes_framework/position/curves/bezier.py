@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from math import comb
-
 import torch
 
 from ...registry import CURVES
@@ -11,9 +9,14 @@ from .base import Curve
 
 
 def bernstein(control: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    # The basis in log space: C(n, k) as a float overflows past n ~ 1030 control points and t^k underflows long
+    # before, while every basis value itself lies in [0, 1]; xlogy keeps 0 * log 0 = 0 at the curve's ends.
     n = len(control) - 1
-    basis = torch.stack([comb(n, k) * (1 - t) ** (n - k) * t ** k for k in range(n + 1)])
-    return control @ basis
+    k = torch.arange(n + 1, dtype=torch.float64)[:, None]
+    t = torch.as_tensor(t, dtype=torch.float64)[None, :]
+    log_basis = (torch.lgamma(torch.tensor(n + 1.0, dtype=torch.float64)) - torch.lgamma(k + 1) - torch.lgamma(n - k + 1)
+                 + torch.xlogy(k, t) + torch.xlogy(n - k, 1 - t))
+    return control @ log_basis.exp().to(control.dtype)
 
 
 @CURVES.plugin
