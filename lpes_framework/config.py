@@ -30,14 +30,17 @@ def plain(cfg) -> dict:
 
 # whole-number settings of the commands (where present) and their least values: checked before any work,
 # since a 2.5 or a 0 here fails only at the first batch or after the whole search
-_COUNTS = {"batch_size": 1, "seed": 0, "threads": 1, "validation.top_k": 1, "validation.bootstrap_resamples": 1,
-           "bootstrap_resamples": 1}
+# (threads are bounded because torch takes them as a C int: 10^20 was an overflow traceback)
+_COUNTS = {"batch_size": (1, None), "seed": (0, None), "threads": (1, 4096), "validation.top_k": (1, None),
+           "validation.bootstrap_resamples": (1, None), "bootstrap_resamples": (1, None)}
 
 
-def whole(value, setting: str, least: int) -> int:
-    """``value`` as an int >= ``least``, or a one-line error naming the setting."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() or value < least:
-        raise LpesError(f"{setting} must be a whole number >= {least}, got {value!r}")
+def whole(value, setting: str, least: int, most: int | None = None) -> int:
+    """``value`` as an int in [``least``, ``most``], or a one-line error naming the setting."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer()
+            or value < least or (most is not None and value > most)):
+        bounds = f">= {least}" if most is None else f"from {least} to {most}"
+        raise LpesError(f"{setting} must be a whole number {bounds}, got {value!r}")
     return int(value)
 
 
@@ -47,10 +50,10 @@ def prepare(cfg) -> None:
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise LpesError(f"set {', '.join(missing)} (required, no default), e.g. {missing[0]}=...")
-    for setting, least in _COUNTS.items():
+    for setting, (least, most) in _COUNTS.items():
         value = OmegaConf.select(cfg, setting)
         if value is not None:
-            whole(value, setting, least)
+            whole(value, setting, least, most)
     device = str(OmegaConf.select(cfg, "model.device") or "cpu")
     if device != "cpu":  # checked before a run folder is written to, not when the weights are placed
         import torch

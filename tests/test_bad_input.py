@@ -53,8 +53,11 @@ def last_error_line(proc) -> str:
     ("search", ["resume=true"], "holds no search to continue"),
     ("search", ["task.weight=nan"], "weight must be a finite number"),
     ("search", ["task.weight=abc"], "weight must be a finite number"),
-    ("search", ["task.max_new_tokens=0"], "max_new_tokens must be a whole number >= 1"),
+    ("search", ["task.max_new_tokens=0"], "max_new_tokens must be a whole number from 1 to"),
     ("search", ["task.chat_template=maybe"], "chat_template must be auto, true or false"),
+    # too large to mean anything: a silent hang drawing 10^20 samples, an overflow traceback from torch
+    ("search", ["task.samples_per_position=100000000000000000000"], "samples_per_position must be a whole number from 1"),
+    ("search", ["threads=100000000000000000000"], "threads must be a whole number from 1 to 4096"),
     ("search", ["optimizer=random", "optimizer.population=0"], "population must be a whole number >= 1"),
     ("search", ["task.hex_len=1"], "hex_len=1 leaves too few distinct keys"),
     ("search", ["model.device=cuda:7"], "model.device=cuda:7: no such device is available"),

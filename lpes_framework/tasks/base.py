@@ -22,6 +22,8 @@ from .metrics import answer_found
 
 SPLITS = ("search", "test", "validation")
 WHOLE_TEXT = "all"  # the one "position" of a task scored over whole texts (perplexity), not by gold position
+MAX_SAMPLES = 1_000_000  # draws per gold position: weeks of scoring on any machine
+MAX_NEW_TOKENS = 1 << 20
 
 
 def whole_text(per_position: Mapping) -> bool:
@@ -88,10 +90,11 @@ class Task:
 
     def __init__(self, *, seed: int = 0, samples_per_position: int = 10, chat_template: str | bool = "auto",
                  max_new_tokens: int = 48, weight: float = 1.0):
-        for option, value, least in (("samples_per_position", samples_per_position, 1),
-                                     ("max_new_tokens", max_new_tokens, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise LpesError(f"{self.name}: {option} must be a whole number >= {least}, got {value!r}")
+        # upper bounds far past any run, so that a typo fails here and not as a silent hang drawing 10^20 samples
+        for option, value, most in (("samples_per_position", samples_per_position, MAX_SAMPLES),
+                                    ("max_new_tokens", max_new_tokens, MAX_NEW_TOKENS)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                raise LpesError(f"{self.name}: {option} must be a whole number from 1 to {most}, got {value!r}")
         if not is_number(weight):
             raise LpesError(f"{self.name}: weight must be a finite number, got {weight!r}")
         if chat_template not in ("auto", True, False):
