@@ -76,6 +76,21 @@ def test_the_noise_floor_is_the_spread_of_the_fitness_over_small_subsets():
     assert line.endswith("sd 0.0000, range +0.0000 to +0.0000; separation +nan")
 
 
+def test_the_noise_floor_pairs_each_method_on_the_haystacks_it_shares_with_unpatched():
+    """A column grown for unpatched alone (100 haystacks beside a method's 40) was a KeyError traceback."""
+    task = {"kv_retrieval": TASKS.build({"name": "kv_retrieval", "pairs": 10, "gold_positions": [0, 5, 9]})}
+    table = {"unpatched": {"kv_retrieval": rows(lambda c, p: p != 5, contexts=range(20))},
+             "fewer": {"kv_retrieval": rows(lambda c, p: True, contexts=range(8))},
+             "two": {"kv_retrieval": rows(lambda c, p: True, contexts=range(2))}}
+    fewer, two = noise_floor(table, task, FitnessWeights.defaults(), sample=5, subsets=20)
+    assert fewer.startswith("fewer: 8 haystacks +")
+    assert two == "two: 2 haystacks shared with unpatched, fewer than --sample 5"
+    with pytest.raises(LpesError, match="at least 1"):
+        noise_floor(table, task, FitnessWeights.defaults(), sample=0)
+    with pytest.raises(LpesError, match="no unpatched rows"):
+        noise_floor({"two": table["two"]}, task, FitnessWeights.defaults())
+
+
 def windows(token_logprobs):
     return [ScoreRow(position="all", logprob=sum(lp) / len(lp), exact=False, first=False, first_logprob=lp[0],
                      tokens=len(lp), token_logprobs=tuple(lp), draw=w) for w, lp in enumerate(token_logprobs)]

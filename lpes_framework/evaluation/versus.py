@@ -48,21 +48,31 @@ def versus(rows: Rows, method: str, blocks: Sequence[range | None] = (None,)) ->
 def noise_floor(rows: Mapping[str, Mapping[str, list[ScoreRow]]], tasks: Mapping, weights, *, sample: int = 10,
                 subsets: int = 500) -> list[str]:
     """The search's noise floor from held-out rows: each method's fitness against unpatched (the search's
-    own formula) with its 95% interval on all haystacks and on the first ``sample`` of them, and its spread
-    over random ``sample``-haystack subsets (the search's and validation's sample size); the separation (fitness over that spread) says
-    how well a search at ``sample`` haystacks can see the effect under these weights."""
-    haystacks = sorted({r.draw for per in rows["unpatched"].values() for r in per})
-
-    def on(method: str, keep) -> dict:
-        keep = set(keep)
-        return {task: [r for r in per if r.draw in keep] for task, per in rows[method].items()}
-
+    own formula) with its 95% interval on the haystacks both scored and on the first ``sample`` of them, and its
+    spread over random ``sample``-haystack subsets (the search's and validation's sample size); the separation
+    (fitness over that spread) says how well a search at ``sample`` haystacks can see the effect under these
+    weights. A method scored on fewer haystacks than ``sample`` is named and left out."""
+    if "unpatched" not in rows:
+        raise LpesError(f"no unpatched rows to measure the fitness against (methods: {sorted(rows)})")
+    if sample < 1:
+        raise LpesError(f"--sample is a number of haystacks (at least 1), got {sample}")
     lines = []
     for name in (m for m in rows if m != "unpatched"):
-        whole = fitness_interval(rows[name], rows["unpatched"], tasks, weights)
-        first = fitness_interval(on(name, haystacks[:sample]), on("unpatched", haystacks[:sample]), tasks, weights)
+        # paired on the samples both scored: a column grown for one method holds more unpatched haystacks
+        pairs = {task: paired(per, rows["unpatched"].get(task, [])) for task, per in rows[name].items()}
+        haystacks = sorted(set.intersection(*({r.draw for r in mine} for mine, _ in pairs.values())))
+        if len(haystacks) < sample:
+            lines.append(f"{name}: {len(haystacks)} haystacks shared with unpatched, fewer than --sample {sample}")
+            continue
+
+        def on(keep, side: int) -> dict:
+            keep = set(keep)
+            return {task: [r for r in two[side] if r.draw in keep] for task, two in pairs.items()}
+
+        whole = fitness_interval(on(haystacks, 0), on(haystacks, 1), tasks, weights)
+        first = fitness_interval(on(haystacks[:sample], 0), on(haystacks[:sample], 1), tasks, weights)
         rng = random.Random(0)
-        spread = [fitness_interval(on(name, s), on("unpatched", s), tasks, weights, resamples=1)[0]
+        spread = [fitness_interval(on(s, 0), on(s, 1), tasks, weights, resamples=1)[0]
                   for s in (rng.sample(haystacks, sample) for _ in range(subsets))]
         sd = statistics.stdev(spread)
         separation = whole[0] / sd if sd else math.nan  # no spread: identical to unpatched on every subset
