@@ -162,7 +162,12 @@ def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
     (tmp_path / "other").mkdir()
     stranger = write(tmp_path / "other", load_factors(source))  # a file the folder did not re-test
     with pytest.raises(LpesError, match="no row 'file other'"):
-        make_preset(str(stranger), heldout, "x", tmp_path)
+        make_preset(str(stranger), heldout, "x", tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()  # refused before --out is made
+    for name in ("../escaped", "a/b", "", ".hidden", "x" * 101):
+        with pytest.raises(LpesError, match="a plain file name"):
+            make_preset(str(source), heldout, name, tmp_path / "presets")
+    assert not (tmp_path / "escaped.json").exists()
     # a row of the same name that scored other factors (another run folder of that name) is not this file's evidence
     results["methods"][f"file {tmp_path.name}"]["factors"] = [1.0, 1.2, 1.6, 2.0]
     write_json_atomic(heldout / "results.json", results)

@@ -14,6 +14,7 @@ becomes a preset of the package, usable by name wherever a factors file is.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from ..errors import LpesError
@@ -45,11 +46,15 @@ def with_evidence(record: dict, results: dict, found: str) -> dict:
 def make_preset(factors: str, heldout: Path, name: str, out: Path = PRESETS) -> Path:
     from ..compare.methods import file_method_names
 
+    # a preset is used by its name wherever a factors file is: a plain file name, not a path out of --out
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
+        raise LpesError(f"--name {name!r}: a preset's name is a plain file name (letters, digits, '.', '_', '-'; "
+                        "at most 100, not starting with '.' or '-')")
     record = load_factors(factors)
-    results = read_results(Path(heldout))
+    preset = with_evidence(record, read_results(Path(heldout)), file_method_names([factors])[factors])
     target = Path(out) / f"{name}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(target, with_evidence(record, results, file_method_names([factors])[factors]))
+    target.parent.mkdir(parents=True, exist_ok=True)  # only once the file is known to be written
+    write_json_atomic(target, preset)
     return target
 
 
