@@ -145,6 +145,28 @@ def test_bad_ruler_options_are_one_line_errors(options, match):
         ruler("niah_single_1", **options).samples("search", TOK)
 
 
+@pytest.mark.parametrize("name, options, match", [
+    # counts a typo makes huge hung drawing their material; they are refused before any draw is built
+    ("vt", {"hops": 10**11}, r"chains x \(hops \+ 1\) assignments \(100000000001\) cannot fit in"),
+    ("niah_multivalue", {"values": 10**9}, "keys x values needles"),
+    ("niah_multikey_1", {"context_tokens": 10**11}, "context_tokens must be whole numbers >= 64"),
+    ("passkey", {"context_tokens": 10**11}, "context_tokens must be a whole number >= 64"),  # a MemoryError once
+    ("fwe", {"word_length": 10**9}, "word_length letters"),
+    ("cwe", {"common_repeats": 10**9, "context_tokens": 4096}, "common x its repeats listed words"),
+    ("vt", {"chains": 0}, "chains must be a whole number >= 1, got 0"),
+    ("fwe", {"alpha": 0.5}, "alpha must be > 1"),
+    ("niah_multikey_1", {"depths": [12.5]}, "whole percentages"),
+    ("niah_multikey_1", {"depths": [float("nan")]}, "whole percentages"),
+])
+def test_impossible_ruler_options_are_refused_before_any_draw(name, options, match):
+    with pytest.raises(LpesError, match=match):
+        ruler(name, **options)
+
+
+def test_the_common_word_repeats_are_checked_only_where_they_apply():
+    ruler("cwe", common=50, context_tokens=1024)  # below 4K a common word is listed 6 times, not 30: it fits
+
+
 def test_a_tokenizer_is_needed():
     with pytest.raises(LpesError, match="need its tokenizer"):
         ruler("fwe").samples("search")

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import LpesError
 from ._haystack import FILLER
-from .base import Sample, Task, encode_sample, rng_for
+from .base import MAX_CONTEXT_TOKENS, Sample, Task, encode_sample, rng_for
 from .metrics import string_match_all
 
 NOISE = FILLER.strip()  # RULER's noise haystack is the passkey filler
@@ -117,10 +117,18 @@ def check_lengths(task: str, context_tokens) -> list[int] | tuple[int, int]:
 def _whole(task: str, values) -> list[int]:
     out = []
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 64:
-            raise LpesError(f"{task}: context_tokens must be whole numbers >= 64, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 64 <= v <= MAX_CONTEXT_TOKENS:
+            raise LpesError(f"{task}: context_tokens must be whole numbers >= 64 (at most {MAX_CONTEXT_TOKENS}), "
+                            f"got {v!r}")
         out.append(v)
     return out
+
+
+def check_counts(task: str, **counts) -> None:
+    """Each option a whole number >= 1, or a one-line error naming it (a string here was a TypeError)."""
+    for option, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise LpesError(f"{task}: {option} must be a whole number >= 1, got {value!r}")
 
 
 def length_of_draw(lengths, rng, j: int) -> int:
@@ -169,6 +177,15 @@ class RulerTask(Task):
 
     def positions(self) -> list[int]:
         return [WHOLE_CONTEXT]
+
+    def check_fits(self, what: str, count: int, *, longest: bool = False) -> None:
+        """Refuse ``count`` items (needles, assignments, letters: a token each at the least) that no length
+        (``longest``) or not the shortest can hold, before any draw is built: 10^11 hops hung drawing them."""
+        low, high = self._lengths if isinstance(self._lengths, tuple) else (min(self._lengths), max(self._lengths))
+        room = high if longest else low
+        if count > room:
+            raise LpesError(f"{self.name}: {what} ({count}) cannot fit in {room} tokens of context "
+                            "(a token each at the least); raise context_tokens or lower the count")
 
     def _material(self, rng, target: int) -> Callable[[int, int], Sample]:
         """A draw's content, to be filled to ``target`` tokens: ``build(n, position)`` gives its sample with

@@ -24,6 +24,7 @@ SPLITS = ("search", "test", "validation")
 WHOLE_TEXT = "all"  # the one "position" of a task scored over whole texts (perplexity), not by gold position
 MAX_SAMPLES = 1_000_000  # draws per gold position: weeks of scoring on any machine
 MAX_NEW_TOKENS = 1 << 20
+MAX_CONTEXT_TOKENS = 1 << 24  # past any model's window: a typo fails at once, not filling 10^11 tokens of haystack
 
 
 def whole_text(per_position: Mapping) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import LpesError
 from ..registry import TASKS
-from ._ruler import RulerTask, word_list
+from ._ruler import RulerTask, check_counts, word_list
 from .base import Sample
 
 TEMPLATE = ("Below is a numbered list of words. In these words, some appear more often than others. Memorize the "
@@ -31,10 +31,16 @@ def numbered(words) -> str:
 class CommonWords(RulerTask):
     def __init__(self, *, common: int = 10, common_repeats: int = 30, rare_repeats: int = 3, **common_options):
         super().__init__(**common_options)
-        if common < 1 or rare_repeats < 1 or common_repeats <= rare_repeats:
-            raise LpesError(f"{self.name}: needs common >= 1 and common_repeats > rare_repeats >= 1, got "
-                            f"{common}, {common_repeats}, {rare_repeats}")
+        check_counts(self.name, common=common, common_repeats=common_repeats, rare_repeats=rare_repeats)
+        if common_repeats <= rare_repeats:
+            raise LpesError(f"{self.name}: needs common_repeats > rare_repeats, got {common_repeats}, {rare_repeats}")
         self.common, self.common_repeats, self.rare_repeats = common, common_repeats, rare_repeats
+        longest = self._lengths[1] if isinstance(self._lengths, tuple) else max(self._lengths)
+        self.check_fits("common x its repeats listed words", common * self._repeats(longest)[0], longest=True)
+
+    def _repeats(self, target: int) -> tuple[int, int]:
+        """How often a common and a rare word are listed at ``target`` tokens."""
+        return (self.common_repeats, self.rare_repeats) if target >= LONG else (6, 1)
 
     def _listing(self, vocabulary, seed: int, words: int, repeats: tuple[int, int]) -> tuple[list[str], list[str]]:
         """(the shuffled list, its common words in order of first appearance)."""
@@ -53,7 +59,7 @@ class CommonWords(RulerTask):
         def build(n: int, position: int) -> Sample:
             long = target >= LONG
             example_words, example_repeats = (40, (10, 3)) if long else (20, (3, 1))
-            repeats = (self.common_repeats, self.rare_repeats) if long else (6, 1)
+            repeats = self._repeats(target)
             listing, answer = self._listing(vocabulary[::-1], seed, example_words + self.common, example_repeats)
             example = f"{prompt.format(context=numbered(listing))}{prefix} {numbered(answer)}\n"
             if self.common + n > len(vocabulary):

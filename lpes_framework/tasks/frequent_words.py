@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import zeta
 
-from ..errors import LpesError
+from ..errors import LpesError, is_number
 from ..registry import TASKS
-from ._ruler import RulerTask, distinct, random_letters
+from ._ruler import RulerTask, check_counts, distinct, random_letters
 from .base import Sample
 
 TEMPLATE = ("Read the following coded text and track the frequency of each coded word. Find the three most "
@@ -26,10 +26,12 @@ TOKENS_PER_WORD_TYPE = 50  # RULER's vocabulary size: one coded word per 50 toke
 class FrequentWords(RulerTask):
     def __init__(self, *, alpha: float = 2.0, word_length: int = 6, **common):
         super().__init__(**common)
-        if not alpha > 1:
+        if not (is_number(alpha) and alpha > 1):
             raise LpesError(f"{self.name}: alpha must be > 1 (a Zipf law with a finite sum), got {alpha}")
+        check_counts(self.name, word_length=word_length)
         if word_length < 3:
             raise LpesError(f"{self.name}: word_length must be >= 3, got {word_length}")
+        self.check_fits("word_length letters", word_length)
         self.alpha, self.word_length = float(alpha), word_length
 
     def _material(self, rng, target: int):

@@ -18,8 +18,8 @@ import numpy as np
 from ..errors import LpesError
 from ..registry import TASKS
 from ._haystack import _depths, placed
-from ._ruler import (DEPTH_GRID, HAYSTACKS, NEEDLE_TYPES, NOISE, RulerTask, boundary, check_choice, distinct,
-                     essay_start, essay_words, random_needle, sentences)
+from ._ruler import (DEPTH_GRID, HAYSTACKS, NEEDLE_TYPES, NOISE, RulerTask, boundary, check_choice, check_counts,
+                     distinct, essay_start, essay_words, random_needle, sentences)
 from .base import Sample
 
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
@@ -46,9 +46,8 @@ class RulerNiah(RulerTask):
         self.haystack = check_choice(self.name, "haystack", haystack, HAYSTACKS)
         self.key_type = check_choice(self.name, "key_type", key_type, NEEDLE_TYPES)
         self.value_type = check_choice(self.name, "value_type", value_type, NEEDLE_TYPES)
-        for option, value in (("keys", keys), ("values", values), ("queries", queries)):
-            if value < 1:
-                raise LpesError(f"{self.name}: {option} must be >= 1, got {value}")
+        check_counts(self.name, keys=keys, values=values, queries=queries)
+        self.check_fits("keys x values needles", keys * values)
         if queries > keys:
             raise LpesError(f"{self.name}: queries={queries} exceeds keys={keys} (each query asks for another key)")
         self.keys, self.values, self.queries = keys, values, queries
