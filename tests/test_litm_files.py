@@ -72,7 +72,7 @@ def test_gold_positions_beyond_the_files_pairs_are_refused_before_the_model_load
     path = write_jsonl(tmp_path / "kv.jsonl", litm_kv_records(4, pairs=5))
     proc = run_cli("lpes_framework.commands.evaluate", "model=tiny", f"task.path={path}", "task.gold_positions=[0,7]",
                    check=False)
-    assert proc.returncode == 2 and "gold positions [0, 7] must lie in [0, 4]" in proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and "gold positions [0, 7] must be whole numbers in [0, 4]" in proc.stderr.strip().splitlines()[-1]
     assert "LlamaForCausalLM" not in proc.stdout
 
 

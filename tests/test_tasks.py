@@ -146,7 +146,7 @@ def test_perplexity_beyond_a_position_scores_the_rest_as_context():
 @pytest.mark.parametrize("cfg,match", [
     ({"name": "perplexity", "window_tokens": 64, "score_from": 64}, r"score_from must be in \[1, window_tokens\)"),
     ({"name": "perplexity", "max_ratio": 0.9}, "max_ratio must be a number >= 1"),
-    ({"name": "kv_retrieval", "pairs": 5, "gold_positions": [0, 5]}, r"must lie in \[0, 4\]"),
+    ({"name": "kv_retrieval", "pairs": 5, "gold_positions": [0, 5]}, r"must be whole numbers in \[0, 4\]"),
     ({"name": "kv_retrieval", "key_kind": "guid"}, "key_kind"),
     ({"name": "passkey", "depths": [0, 120]}, "percentages"),
     ({"name": "kv_retrieval", "samples_per_position": 0}, "samples_per_position"),
@@ -208,3 +208,15 @@ def test_editing_a_data_file_changes_the_cache_identity(tmp_path):
     before = task.settings()
     path.write_text("four five six seven " * 50)
     assert task.settings() != before
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"gold_positions": [0, 2.5]}, r"gold positions \[0, 2.5\] must be whole numbers"),  # position 2, silently, once
+    ({"gold_positions": [float("nan")]}, "must be whole numbers"),  # a traceback once
+    ({"gold_positions": [0, 4, 4]}, "repeat a position"),  # weighed twice in every mean over positions
+    ({"hex_len": 10**11}, "hex_len must be a whole number from 1 to 64"),  # a 10^11-digit key ran out of memory
+    ({"pairs": 10**11, "key_kind": "uuid"}, "pairs must be a whole number from 2 to"),  # hung drawing uuids
+])
+def test_kv_options_a_typo_makes_impossible_are_refused_at_once(options, match):
+    with pytest.raises(LpesError, match=match):
+        TASKS.build({"name": "kv_retrieval", "pairs": 10} | options)

@@ -224,7 +224,11 @@ def check_layout(name: str, layout: str) -> str:
 
 
 def check_positions(name: str, positions: Sequence[int], upper: int) -> list[int]:
-    out = [int(p) for p in positions]
-    if not out or any(p < 0 or p >= upper for p in out):
-        raise LpesError(f"{name}: gold positions {out} must lie in [0, {upper - 1}]")
-    return out
+    # whole and distinct: int() made 2.5 position 2 silently (and nan a traceback), and a repeated position
+    # weighed twice in every mean over positions
+    out = list(positions) if isinstance(positions, Sequence) and not isinstance(positions, str) else None
+    if not out or not all(is_number(p) and float(p).is_integer() and 0 <= p < upper for p in out):
+        raise LpesError(f"{name}: gold positions {positions!r} must be whole numbers in [0, {upper - 1}]")
+    if len(set(out)) < len(out):
+        raise LpesError(f"{name}: gold positions {out} repeat a position")
+    return [int(p) for p in out]

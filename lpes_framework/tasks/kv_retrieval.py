@@ -14,7 +14,8 @@ import uuid
 
 from ..errors import LpesError
 from ..registry import TASKS
-from .base import Sample, Task, check_layout, check_positions, file_stamp, read_jsonl, rng_for, split_records
+from .base import (MAX_CONTEXT_TOKENS, Sample, Task, check_layout, check_positions, file_stamp, read_jsonl, rng_for,
+                   split_records)
 
 PROMPT = ("Extract the value corresponding to the specified key in the JSON object below.\n\n"
           "JSON data:\n{records}\n\nKey: \"{key}\"\nCorresponding value:")
@@ -63,8 +64,11 @@ class KVRetrieval(Task):
         self._records = read_kv_records(self.path) if self.path else None  # read now: refused before any model
         if self._records:
             pairs = len(self._records[0][0])  # the file decides
-        if pairs < 2:
-            raise LpesError(f"kv_retrieval: pairs must be >= 2, got {pairs}")
+        # bounded above so that a typo is refused here, not drawn: 10^11 pairs or a 10^11-digit key hung or ran
+        # out of memory (a pair costs a token at the least, and 64 hex digits are 256 bits)
+        for option, value, least, most in (("pairs", pairs, 2, MAX_CONTEXT_TOKENS), ("hex_len", hex_len, 1, 64)):
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+                raise LpesError(f"kv_retrieval: {option} must be a whole number from {least} to {most}, got {value!r}")
         self.pairs = pairs
         self.gold_positions = check_positions(self.name, gold_positions, pairs)
         self.key_kind = key_kind
@@ -72,8 +76,7 @@ class KVRetrieval(Task):
         self.answer_prefix = answer_prefix
         self.layout = check_layout(self.name, layout)
         random_key(rng_for(0, "search", 0), key_kind, hex_len)  # validates key_kind now
-        if key_kind == "hex" and (isinstance(hex_len, bool) or not isinstance(hex_len, int) or hex_len < 1
-                                  or 16 ** hex_len < 4 * pairs):
+        if key_kind == "hex" and 16 ** hex_len < 4 * pairs:
             raise LpesError(f"kv_retrieval: hex_len={hex_len!r} leaves too few distinct keys for {pairs} pairs "
                             f"(16^hex_len must be at least 4 x pairs)")
 
