@@ -30,9 +30,10 @@ def plain(cfg) -> dict:
 
 # whole-number settings of the commands (where present) and their least values: checked before any work,
 # since a 2.5 or a 0 here fails only at the first batch or after the whole search
-# (threads are bounded because torch takes them as a C int: 10^20 was an overflow traceback)
+# (threads are bounded because torch takes them as a C int: 10^20 was an overflow traceback; resamples because
+# the bootstrap draws them as one array, which 10^11 could not allocate, at the end of a search)
 _COUNTS = {"batch_size": (1, None), "seed": (0, None), "threads": (1, 4096), "validation.top_k": (1, None),
-           "validation.bootstrap_resamples": (1, None), "bootstrap_resamples": (1, None)}
+           "validation.bootstrap_resamples": (1, 100_000), "bootstrap_resamples": (1, 100_000)}
 
 
 def whole(value, setting: str, least: int, most: int | None = None) -> int:

@@ -42,8 +42,8 @@ def last_error_line(proc) -> str:
     ("search", ["executor=ray", "executor.workers=0"], "need workers >= 1"),
     ("search", ["logger.name=tensorboard"], "unknown logger 'tensorboard'"),
     ("search", ["validation.top_k=0"], "validation.top_k must be a whole number >= 1"),
-    ("search", ["validation.bootstrap_resamples=0"], "validation.bootstrap_resamples must be a whole number >= 1"),
-    ("evaluate", ["bootstrap_resamples=0"], "bootstrap_resamples must be a whole number >= 1"),
+    ("search", ["validation.bootstrap_resamples=0"], "validation.bootstrap_resamples must be a whole number from 1 to"),
+    ("evaluate", ["bootstrap_resamples=0"], "bootstrap_resamples must be a whole number from 1 to"),
     ("search", ["optimizer.population=9.5"], "option population=9.5 must be a whole number"),
     ("search", ["batch_size=2.5"], "batch_size must be a whole number >= 1"),
     ("search", ["fitness.end_penalty=abc"], "fitness.end_penalty must be a finite number, got 'abc'"),
@@ -58,6 +58,12 @@ def last_error_line(proc) -> str:
     # too large to mean anything: a silent hang drawing 10^20 samples, an overflow traceback from torch
     ("search", ["task.samples_per_position=100000000000000000000"], "samples_per_position must be a whole number from 1"),
     ("search", ["threads=100000000000000000000"], "threads must be a whole number from 1 to 4096"),
+    # budgets no run could mean: refused before the weights load, not a never-ending run or a failed allocation
+    # in the first generation (NSGA-II), at the first step (the gradient) or after the search (the bootstrap)
+    ("search", ["optimizer=nsga2", "optimizer.population=100000000000"], "a full run asks for 1000000000000 candidate"),
+    ("search", ["optimizer=ga", "optimizer.generations=100000000000"], "candidate scorings, more than 1000000"),
+    ("search", ["optimizer=gradient", "optimizer.contexts_per_step=100000000000"], "minibatch draws, more than"),
+    ("search", ["validation.bootstrap_resamples=100000000000"], "bootstrap_resamples must be a whole number from 1"),
     ("search", ["optimizer=random", "optimizer.population=0"], "population must be a whole number >= 1"),
     ("search", ["task.hex_len=1"], "hex_len=1 leaves too few distinct keys"),
     ("search", ["model.device=cuda:7"], "model.device=cuda:7: no such device is available"),
