@@ -118,6 +118,7 @@ def test_step_blocks_cover_consecutive_layers():
     ({"name": "bezier", "low": 0.0}, "0 < low <= high"),
     ({"name": "bezier", "monotone": "up"}, "monotone"),
     ({"name": "bezier", "control_points": 0}, "at least one gene"),
+    ({"name": "spline", "control_points": 10**11}, "more than 100000"),
     ({"name": "beziér"}, "did you mean 'bezier'"),
     ({"name": "spline", "knots": 3}, "unexpected keyword"),
 ])

@@ -42,6 +42,9 @@ def uniform_scaling(genome: Sequence[float]) -> bool:
     return len(set(genome)) == 1 and genome[0] != 1.0
 
 
+MAX_GENES = 100_000
+
+
 class Curve:
     """Base: genes in [low, high]; subclasses define ``gene_count(n_layers)`` and ``shape(genes, t)``
     (torch float64 tensors in and out)."""
@@ -64,6 +67,9 @@ class Curve:
         per_band = self.gene_count(n_layers)
         if per_band < 1:
             raise LpesError(f"{self.name}: needs at least one gene, got {per_band}")
+        if per_band > MAX_GENES:  # a typo: 10^11 control points failed allocating the first genome, past the model load
+            raise LpesError(f"{self.name}: {per_band} genes a band, more than {MAX_GENES} (a factor per layer needs "
+                            f"{n_layers})")
         # a band-wise curve is one curve per wavelength band, its genes band after band
         self.n_layers, self.n_bands, self.n_genes = n_layers, bands, per_band * bands
         self.low, self.high, self.monotone = float(low), float(high), monotone
