@@ -43,8 +43,10 @@ class RayExecutor(Executor):
             import ray
         except ImportError:
             raise LpesError("executor=ray needs Ray: pip install 'lpes-framework[ray]'") from None
-        if workers < 1 or threads_per_worker < 1 or gpus_per_worker < 0:
-            raise LpesError("executor: need workers >= 1, threads_per_worker >= 1, gpus_per_worker >= 0")
+        # bounded above: 10^11 workers was a Ray start asking for 10^11 CPUs, then as many actors
+        if not (1 <= workers <= 4096 and 1 <= threads_per_worker <= 4096 and 0 <= gpus_per_worker <= 4096):
+            raise LpesError("executor: need 1 <= workers <= 4096, 1 <= threads_per_worker <= 4096 and "
+                            f"0 <= gpus_per_worker <= 4096, got {workers}, {threads_per_worker}, {gpus_per_worker}")
         self.ray = ray
         self.started = not ray.is_initialized()  # an instance started by the caller is the caller's to stop
         if self.started:
