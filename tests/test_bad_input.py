@@ -110,6 +110,19 @@ def test_a_user_sees_one_error_line_and_exit_code_2():
     assert line.startswith("error: ") and "offline" in line and MODEL_LINE not in proc.stdout
 
 
+def test_an_error_quoting_a_huge_received_list_stays_one_short_line(tmp_path):
+    """A received factors file whose scheme lists a million bands: the error quoted them all (a megabyte)."""
+    from lpes_framework.model.factors_file import load_factors
+
+    record = load_factors("qwen2.5-coder-0.5b")
+    record["scheme"]["bands"] = list(range(1, 1_000_001))
+    write_json_atomic(tmp_path / "bands.json", record)
+    proc = run_cli("lpes_framework.commands.factors", str(tmp_path / "bands.json"), "--hold-to", "100", "--out",
+                   str(tmp_path / "out.json"), check=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and len(lines[0]) < 1100 and " ... " in lines[0]
+
+
 def test_corrupted_factors_file_fails_before_the_model_loads(tmp_path):
     bad = tmp_path / "best_factors.json"
     bad.write_text('{"schema": "lpes.factors", "version": 1, "factors": [1.0, 1.')

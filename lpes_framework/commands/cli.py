@@ -31,6 +31,13 @@ def check_plugin_overrides(argv: list[str]) -> None:
                 registry.get(name)
 
 
+def one_line(message: str, most: int = 1000) -> str:
+    """``message`` on one line and at most about ``most`` characters: errors quote what a file holds, and a
+    received file's million-entry list quoted whole was a megabyte of one line."""
+    message = " ".join(message.split("\n"))
+    return message if len(message) <= most else f"{message[:most - 200]} ... {message[-150:]}"
+
+
 def one_line_errors(fn):
     """Report bad input as ``error: ...`` on one line and exit 2, instead of a traceback."""
 
@@ -39,7 +46,7 @@ def one_line_errors(fn):
         try:
             return fn(*args, **kwargs)
         except LpesError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {one_line(str(exc))}", file=sys.stderr)
             sys.exit(2)
 
     return wrapper
