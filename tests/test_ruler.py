@@ -157,6 +157,7 @@ def test_bad_ruler_options_are_one_line_errors(options, match):
     ("fwe", {"alpha": 0.5}, "alpha must be > 1"),
     ("niah_multikey_1", {"depths": [12.5]}, "whole percentages"),
     ("niah_multikey_1", {"depths": [float("nan")]}, "whole percentages"),
+    ("niah_multikey_1", {"depths": [50, 50]}, "repeat a depth"),
 ])
 def test_impossible_ruler_options_are_refused_before_any_draw(name, options, match):
     with pytest.raises(LpesError, match=match):

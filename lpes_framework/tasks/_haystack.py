@@ -28,11 +28,13 @@ def placed(units: list[str], at: Sequence[tuple[int, str]]) -> list[str]:
 
 
 def _depths(depths) -> list[int]:
-    # whole percentages: a depth is a position label, and int() would turn 12.5 into 12 silently (and nan into
-    # a traceback)
+    # whole percentages: a depth is a position label, and int() turned 12.5 into 12 silently (and nan into a
+    # traceback)
     out = list(depths) if isinstance(depths, Sequence) and not isinstance(depths, str) else None
     if not out or not all(is_number(d) and 0 <= d <= 100 and float(d).is_integer() for d in out):
         raise LpesError(f"needle depths must be a list of whole percentages in [0, 100], got {depths!r}")
+    if len(set(out)) < len(out):  # a repeated depth would weigh twice in every mean over depths
+        raise LpesError(f"needle depths {out} repeat a depth")
     return [int(d) for d in out]
 
 
