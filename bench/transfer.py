@@ -1,13 +1,13 @@
 """The transfer matrix: does a schedule searched on one task and length hold on others? Rows are methods
-(unpatched, the best uniform NTK, the shipped key-value preset, the general preset once it exists,
-Found-in-the-Middle and PosScale as tuned in runs/qwen-competitors); columns are held-out tasks x
-lengths on Qwen2.5-Coder-0.5B's test split. Per cell: the task's own metric (exact match, teacher-forced)
-and the gold log-prob per token, each as the method minus unpatched with a 95% paired bootstrap interval
-over haystacks (``evaluation.stats``). Each column is an evaluate folder under ``--out``: methods already
-scored there are reused, so the matrix grows across runs and sessions (``--columns`` and ``--methods``
-score a part). A heat map (methods x columns, colour = log-prob delta, * where its interval excludes 0)
-goes to ``--out/transfer.png``. Last line, for the summarised row (``--row``; the general preset, or the
-key-value preset until it exists):
+(unpatched, the best uniform NTK, the band-wise key-value preset, the per-frequency one shipped as the default
+since, the general preset once it exists, Found-in-the-Middle and PosScale as tuned in runs/qwen-competitors);
+columns are held-out tasks x lengths on Qwen2.5-Coder-0.5B's test split. Per cell: the task's own metric
+(exact match, teacher-forced) and the gold log-prob per token, each as the method minus unpatched with a 95%
+paired bootstrap interval over haystacks (``evaluation.stats``). Each column is an evaluate folder under
+``--out``: methods already scored there are reused, so the matrix grows across runs and sessions
+(``--columns`` and ``--methods`` score a part). A heat map (methods x columns, colour = log-prob delta, * where
+its interval excludes 0) goes to ``--out/transfer.png``. Last line, for the summarised row (``--row``; the
+general preset, or the key-value preset until it exists):
 columns=<n> harmed=<columns whose log-prob interval lies below 0> helped=<above 0> mean_delta=<mean log-prob
 delta over columns, nats per token> kv_middle_gain=<points, KV ~1K> kv_ci_low=<its lower bound>."""
 
@@ -20,7 +20,8 @@ from pathlib import Path
 import common  # noqa: F401  (puts the repository on the path)
 
 RUN = Path("runs/transfer")
-KV_PRESET = "qwen2.5-coder-0.5b"
+KV_PRESET = "qwen2.5-coder-0.5b"  # the band-wise KV preset the matrix and the general search started from
+PERFREQ_PRESET = "qwen2.5-coder-0.5b-perfreq"  # the shipped default since (lpes retest)
 GENERAL_PRESET = "qwen2.5-coder-0.5b-general"
 COMPETITORS = Path("runs/qwen-competitors")
 MDQA = Path("runs/qwen-transfer")
@@ -46,7 +47,7 @@ COLUMNS = {
 def methods(general: str | None, also: dict[str, str] | None = None) -> dict[str, str | None]:
     """Row label -> factors file (None: the unpatched model and the uniform scaling, scored by evaluate);
     ``also``: more rows (label -> factors file), e.g. learned head scales or a finer search's answer."""
-    rows = {"unpatched": None, "uniform ntk 1.5": None, "KV preset": KV_PRESET}
+    rows = {"unpatched": None, "uniform ntk 1.5": None, "KV preset": KV_PRESET, "per-frequency preset": PERFREQ_PRESET}
     if general:
         rows["general preset"] = general
     rows["Found-in-the-Middle"] = str(COMPETITORS / "fim-best" / "best_factors.json")

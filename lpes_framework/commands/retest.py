@@ -17,7 +17,9 @@ from omegaconf import open_dict
 
 from ..errors import LpesError
 
-DEFAULT_PRESET = "qwen2.5-coder-0.5b"
+# the default since it held off its search format: +15 middle points at ~1K, no harm on multi-document QA where
+# the band-wise preset costs log-prob (docs/results/transfer.md 0m)
+DEFAULT_PRESET = "qwen2.5-coder-0.5b-perfreq"
 DEFAULT_MODEL = "qwen2.5-0.5b"
 
 
