@@ -112,3 +112,16 @@ def test_a_row_whose_position_changed_kind_is_a_damaged_line(evaluate_run, tmp_p
     path.write_text("".join(lines))
     with pytest.raises(LpesError, match=f"line {index + 1} is damaged: .*mixes numbered and named"):
         logged_rows(tmp_path)
+
+
+def test_a_run_record_whose_layer_count_a_byte_renamed_is_a_damaged_line(ga_run, tmp_path):
+    """Found by the corruptions above: a flipped byte in the run record's "n_layers" key reached lpes factors'
+    curve as a KeyError."""
+    from lpes_framework.compare.best import best_candidate
+
+    folder = tmp_path / "run"
+    shutil.copytree(ga_run[0], folder, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
+    log = folder / "evaluations.jsonl"
+    log.write_text(log.read_text().replace('"n_layers"', '"n_layerz"', 1))
+    with pytest.raises(LpesError, match="gives no layer count"):
+        best_candidate(folder)

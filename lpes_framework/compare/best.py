@@ -35,6 +35,9 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     if not model:
         raise LpesError(f"{run} was written before the run record and holds no best_factors.json: its model is "
                         "unknown, so no factors file can be made from it")
+    layers = model.get("n_layers")
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:  # a flipped byte renames or retypes it
+        raise LpesError(f"{run}: its run record's model block gives no layer count (n_layers: {layers!r}): damaged")
     candidates = [r for r in _records(run, "candidate") if not uniform or uniform_scaling(r["genome"])]
     if not candidates:
         raise LpesError(f"{run / 'evaluations.jsonl'} holds no scored {'uniform ' if uniform else ''}candidate")
@@ -42,7 +45,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     cfg = spec.cfg()
     info = SimpleNamespace(**model)
     scheme_cfg = resolve_bands(plain(cfg.pos), info)
-    curve = build_curve(plain(cfg.curve), model["n_layers"], n_bands=layer_width(build_scheme(scheme_cfg), info))
+    curve = build_curve(plain(cfg.curve), layers, n_bands=layer_width(build_scheme(scheme_cfg), info))
     return factors_record(model=model, scheme=scheme_cfg, factors=best["factors"], curve=curve.settings(),
                           genome=best["genome"], task=task_specs(cfg)[cfg.task.name],
                           metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
