@@ -8,7 +8,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-from .errors import LpesError
+from .errors import LpesError, whole
 
 CONFIG_MODULE = "lpes_framework.conf"
 
@@ -34,15 +34,6 @@ def plain(cfg) -> dict:
 # the bootstrap draws them as one array, which 10^11 could not allocate, at the end of a search)
 _COUNTS = {"batch_size": (1, None), "seed": (0, None), "threads": (1, 4096), "validation.top_k": (1, None),
            "validation.bootstrap_resamples": (1, 100_000), "bootstrap_resamples": (1, 100_000)}
-
-
-def whole(value, setting: str, least: int, most: int | None = None) -> int:
-    """``value`` as an int in [``least``, ``most``], or a one-line error naming the setting."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer()
-            or value < least or (most is not None and value > most)):
-        bounds = f">= {least}" if most is None else f"from {least} to {most}"
-        raise LpesError(f"{setting} must be a whole number {bounds}, got {value!r}")
-    return int(value)
 
 
 def prepare(cfg) -> None:

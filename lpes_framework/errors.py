@@ -1,5 +1,5 @@
 """One exception type for every user-facing mistake (the CLI prints it as one line), and the one test of
-a number."""
+a number (and of a count)."""
 
 import math
 
@@ -12,3 +12,12 @@ def is_number(value) -> bool:
     """A finite real number: not a bool (YAML's ``true``), not text, not NaN or infinite. Every option and
     field that must hold a number is checked with this one test."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def whole(value, setting: str, least: int, most: int | None = None) -> int:
+    """``value`` as an int in [``least``, ``most``], or a one-line error naming the setting (a float that is
+    whole, as YAML may give, counts)."""
+    if not is_number(value) or not float(value).is_integer() or value < least or (most is not None and value > most):
+        bounds = f">= {least}" if most is None else f"from {least} to {most}"
+        raise LpesError(f"{setting} must be a whole number {bounds}, got {value!r}")
+    return int(value)

@@ -24,7 +24,8 @@ TOP = 5
 
 def planned_candidates(cfg, run_dir: Path, n_layers: int) -> tuple[int | None, int]:
     """(candidates a full run asks for, generations) from the run's own config."""
-    from ..config import plain, whole
+    from ..config import plain
+    from ..errors import whole
     from ..position.curves import build_curve
     from ..optim import build_optimizer
 

@@ -124,12 +124,6 @@ def _whole(task: str, values) -> list[int]:
     return out
 
 
-def check_counts(task: str, **counts) -> None:
-    """Each option a whole number >= 1, or a one-line error naming it (a string here was a TypeError)."""
-    for option, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise LpesError(f"{task}: {option} must be a whole number >= 1, got {value!r}")
-
 
 def length_of_draw(lengths, rng, j: int) -> int:
     if isinstance(lengths, tuple):

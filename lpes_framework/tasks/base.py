@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import LpesError, is_number
+from ..errors import LpesError, is_number, whole
 from .metrics import answer_found
 
 SPLITS = ("search", "test", "validation")
@@ -92,10 +92,8 @@ class Task:
     def __init__(self, *, seed: int = 0, samples_per_position: int = 10, chat_template: str | bool = "auto",
                  max_new_tokens: int = 48, weight: float = 1.0):
         # upper bounds far past any run, so that a typo fails here and not as a silent hang drawing 10^20 samples
-        for option, value, most in (("samples_per_position", samples_per_position, MAX_SAMPLES),
-                                    ("max_new_tokens", max_new_tokens, MAX_NEW_TOKENS)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-                raise LpesError(f"{self.name}: {option} must be a whole number from 1 to {most}, got {value!r}")
+        samples_per_position = whole(samples_per_position, f"{self.name}: samples_per_position", 1, MAX_SAMPLES)
+        max_new_tokens = whole(max_new_tokens, f"{self.name}: max_new_tokens", 1, MAX_NEW_TOKENS)
         if not is_number(weight):
             raise LpesError(f"{self.name}: weight must be a finite number, got {weight!r}")
         if chat_template not in ("auto", True, False):

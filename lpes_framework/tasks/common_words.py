@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LpesError
+from ..errors import LpesError, whole
 from ..registry import TASKS
-from ._ruler import RulerTask, check_counts, word_list
+from ._ruler import RulerTask, word_list
 from .base import Sample
 
 TEMPLATE = ("Below is a numbered list of words. In these words, some appear more often than others. Memorize the "
@@ -31,7 +31,8 @@ def numbered(words) -> str:
 class CommonWords(RulerTask):
     def __init__(self, *, common: int = 10, common_repeats: int = 30, rare_repeats: int = 3, **common_options):
         super().__init__(**common_options)
-        check_counts(self.name, common=common, common_repeats=common_repeats, rare_repeats=rare_repeats)
+        common, common_repeats, rare_repeats = (whole(v, f"{self.name}: {o}", 1) for o, v in (
+            ("common", common), ("common_repeats", common_repeats), ("rare_repeats", rare_repeats)))
         if common_repeats <= rare_repeats:
             raise LpesError(f"{self.name}: needs common_repeats > rare_repeats, got {common_repeats}, {rare_repeats}")
         self.common, self.common_repeats, self.rare_repeats = common, common_repeats, rare_repeats

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import zeta
 
-from ..errors import LpesError, is_number
+from ..errors import LpesError, is_number, whole
 from ..registry import TASKS
-from ._ruler import RulerTask, check_counts, distinct, random_letters
+from ._ruler import RulerTask, distinct, random_letters
 from .base import Sample
 
 TEMPLATE = ("Read the following coded text and track the frequency of each coded word. Find the three most "
@@ -28,9 +28,7 @@ class FrequentWords(RulerTask):
         super().__init__(**common)
         if not (is_number(alpha) and alpha > 1):
             raise LpesError(f"{self.name}: alpha must be > 1 (a Zipf law with a finite sum), got {alpha}")
-        check_counts(self.name, word_length=word_length)
-        if word_length < 3:
-            raise LpesError(f"{self.name}: word_length must be >= 3, got {word_length}")
+        word_length = whole(word_length, f"{self.name}: word_length", 3)
         self.check_fits("word_length letters", word_length)
         self.alpha, self.word_length = float(alpha), word_length
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from ..errors import LpesError
+from ..errors import LpesError, whole
 from ..registry import TASKS
 from .base import (MAX_CONTEXT_TOKENS, Sample, Task, check_layout, check_positions, file_stamp, read_jsonl, rng_for,
                    split_records)
@@ -66,9 +66,8 @@ class KVRetrieval(Task):
             pairs = len(self._records[0][0])  # the file decides
         # bounded above so that a typo is refused here, not drawn: 10^11 pairs or a 10^11-digit key hung or ran
         # out of memory (a pair costs a token at the least, and 64 hex digits are 256 bits)
-        for option, value, least, most in (("pairs", pairs, 2, MAX_CONTEXT_TOKENS), ("hex_len", hex_len, 1, 64)):
-            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-                raise LpesError(f"kv_retrieval: {option} must be a whole number from {least} to {most}, got {value!r}")
+        pairs = whole(pairs, "kv_retrieval: pairs", 2, MAX_CONTEXT_TOKENS)
+        hex_len = whole(hex_len, "kv_retrieval: hex_len", 1, 64)
         self.pairs = pairs
         self.gold_positions = check_positions(self.name, gold_positions, pairs)
         self.key_kind = key_kind

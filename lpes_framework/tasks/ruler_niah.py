@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LpesError
+from ..errors import LpesError, whole
 from ..registry import TASKS
 from ._haystack import _depths, placed
-from ._ruler import (DEPTH_GRID, HAYSTACKS, NEEDLE_TYPES, NOISE, RulerTask, boundary, check_choice, check_counts,
-                     distinct, essay_start, essay_words, random_needle, sentences)
+from ._ruler import (DEPTH_GRID, HAYSTACKS, NEEDLE_TYPES, NOISE, RulerTask, boundary, check_choice, distinct,
+                     essay_start, essay_words, random_needle, sentences)
 from .base import Sample
 
 NEEDLE = "One of the special magic {kind} for {key} is: {value}."
@@ -46,7 +46,8 @@ class RulerNiah(RulerTask):
         self.haystack = check_choice(self.name, "haystack", haystack, HAYSTACKS)
         self.key_type = check_choice(self.name, "key_type", key_type, NEEDLE_TYPES)
         self.value_type = check_choice(self.name, "value_type", value_type, NEEDLE_TYPES)
-        check_counts(self.name, keys=keys, values=values, queries=queries)
+        keys, values, queries = (whole(v, f"{self.name}: {o}", 1) for o, v in (("keys", keys), ("values", values),
+                                                                                 ("queries", queries)))
         self.check_fits("keys x values needles", keys * values)
         if queries > keys:
             raise LpesError(f"{self.name}: queries={queries} exceeds keys={keys} (each query asks for another key)")

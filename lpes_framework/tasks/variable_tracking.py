@@ -9,9 +9,10 @@ distinct across chains (RULER may repeat one, which makes the answer ambiguous).
 
 from __future__ import annotations
 
+from ..errors import whole
 from ..registry import TASKS
 from ._haystack import _depths, placed
-from ._ruler import NOISE, RulerTask, check_counts, distinct, random_letters
+from ._ruler import NOISE, RulerTask, distinct, random_letters
 from .base import Sample
 
 TEMPLATE = ("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n{context}\n"
@@ -31,7 +32,7 @@ class VariableTracking(RulerTask):
     def __init__(self, *, chains: int = 1, hops: int = 4, fewshot: bool = True, depths=(0, 25, 50, 75, 100),
                  **common):
         super().__init__(**common)
-        check_counts(self.name, chains=chains, hops=hops)
+        chains, hops = whole(chains, f"{self.name}: chains", 1), whole(hops, f"{self.name}: hops", 1)
         self.check_fits("chains x (hops + 1) assignments", chains * (hops + 1))
         self.chains, self.hops, self.fewshot = chains, hops, bool(fewshot)
         self.depths = _depths(depths)
