@@ -172,11 +172,15 @@ class RulerTask(Task):
     def positions(self) -> list[int]:
         return [WHOLE_CONTEXT]
 
+    @property
+    def length_span(self) -> tuple[int, int]:
+        """The shortest and longest length a draw can take."""
+        return self._lengths if isinstance(self._lengths, tuple) else (min(self._lengths), max(self._lengths))
+
     def check_fits(self, what: str, count: int, *, longest: bool = False) -> None:
         """Refuse ``count`` items (needles, assignments, letters: a token each at the least) that no length
         (``longest``) or not the shortest can hold, before any draw is built: 10^11 hops hung drawing them."""
-        low, high = self._lengths if isinstance(self._lengths, tuple) else (min(self._lengths), max(self._lengths))
-        room = high if longest else low
+        room = self.length_span[1 if longest else 0]
         if count > room:
             raise LpesError(f"{self.name}: {what} ({count}) cannot fit in {room} tokens of context "
                             "(a token each at the least); raise context_tokens or lower the count")

@@ -36,8 +36,8 @@ class CommonWords(RulerTask):
         if common_repeats <= rare_repeats:
             raise LpesError(f"{self.name}: needs common_repeats > rare_repeats, got {common_repeats}, {rare_repeats}")
         self.common, self.common_repeats, self.rare_repeats = common, common_repeats, rare_repeats
-        longest = self._lengths[1] if isinstance(self._lengths, tuple) else max(self._lengths)
-        self.check_fits("common x its repeats listed words", common * self._repeats(longest)[0], longest=True)
+        self.check_fits("common x its repeats listed words", common * self._repeats(self.length_span[1])[0],
+                        longest=True)
 
     def _repeats(self, target: int) -> tuple[int, int]:
         """How often a common and a rare word are listed at ``target`` tokens."""
