@@ -1,7 +1,8 @@
 """One exception type for every user-facing mistake (the CLI prints it as one line), and the one test of
-a number (and of a count)."""
+a number (and of a count, and of a list of labels)."""
 
 import math
+from collections.abc import Sequence
 
 
 class LpesError(ValueError):
@@ -21,3 +22,16 @@ def whole(value, setting: str, least: int, most: int | None = None) -> int:
         bounds = f">= {least}" if most is None else f"from {least} to {most}"
         raise LpesError(f"{setting} must be a whole number {bounds}, got {value!r}")
     return int(value)
+
+
+def distinct_whole(values, what: str, low: int, high: int, one: str) -> list[int]:
+    """``values`` (gold positions, needle depths: labels every mean over positions is taken by) as a
+    non-empty list of distinct ints in [``low``, ``high``], or a one-line error: int() made 2.5 position 2
+    silently (and nan a traceback), and a repeated label weighed twice in every mean. ``one`` names a single
+    label in the repeat error."""
+    out = list(values) if isinstance(values, Sequence) and not isinstance(values, str) else None
+    if not out or not all(is_number(v) and float(v).is_integer() and low <= v <= high for v in out):
+        raise LpesError(f"{what} {values!r} must be whole numbers in [{low}, {high}]")
+    if len(set(out)) < len(out):
+        raise LpesError(f"{what} {out} repeat a {one}")
+    return [int(v) for v in out]

@@ -148,7 +148,7 @@ def test_perplexity_beyond_a_position_scores_the_rest_as_context():
     ({"name": "perplexity", "max_ratio": 0.9}, "max_ratio must be a number >= 1"),
     ({"name": "kv_retrieval", "pairs": 5, "gold_positions": [0, 5]}, r"must be whole numbers in \[0, 4\]"),
     ({"name": "kv_retrieval", "key_kind": "guid"}, "key_kind"),
-    ({"name": "passkey", "depths": [0, 120]}, "percentages"),
+    ({"name": "passkey", "depths": [0, 120]}, r"needle depths \(percent\) \[0, 120\] must be whole numbers in \[0, 100\]"),
     ({"name": "kv_retrieval", "samples_per_position": 0}, "samples_per_position"),
     ({"name": "mdqa"}, "set task.path"),
     ({"name": "perplexity", "files": ["/nonexistent.txt"]}, "file not found"),

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..errors import LpesError, is_number
-from .base import MAX_CONTEXT_TOKENS, Sample, Task, check_layout, rng_for
+from ..errors import LpesError, distinct_whole
+from .base import Sample, Task, check_context_tokens, check_layout, rng_for
 
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 NIAH_WORDS = ("amber", "basil", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
@@ -28,14 +28,7 @@ def placed(units: list[str], at: Sequence[tuple[int, str]]) -> list[str]:
 
 
 def _depths(depths) -> list[int]:
-    # whole percentages: a depth is a position label, and int() turned 12.5 into 12 silently (and nan into a
-    # traceback)
-    out = list(depths) if isinstance(depths, Sequence) and not isinstance(depths, str) else None
-    if not out or not all(is_number(d) and 0 <= d <= 100 and float(d).is_integer() for d in out):
-        raise LpesError(f"needle depths must be a list of whole percentages in [0, 100], got {depths!r}")
-    if len(set(out)) < len(out):  # a repeated depth would weigh twice in every mean over depths
-        raise LpesError(f"needle depths {out} repeat a depth")
-    return [int(d) for d in out]
+    return distinct_whole(depths, "needle depths (percent)", 0, 100, "depth")
 
 
 class _Haystack(Task):
@@ -43,10 +36,7 @@ class _Haystack(Task):
 
     def __init__(self, *, context_tokens: int = 1024, depths=(0, 50, 100), layout: str = "move", **common):
         super().__init__(**common)
-        if not (isinstance(context_tokens, int) and 64 <= context_tokens <= MAX_CONTEXT_TOKENS):
-            raise LpesError(f"{self.name}: context_tokens must be a whole number >= 64 (at most {MAX_CONTEXT_TOKENS}), "
-                            f"got {context_tokens!r}")
-        self.context_tokens = context_tokens
+        self.context_tokens = check_context_tokens(self.name, context_tokens)
         self.depths = _depths(depths)
         self.layout = check_layout(self.name, layout)
         if layout == "queries" and len(set(self.depths)) > len(NIAH_WORDS):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import LpesError
 from ._haystack import FILLER
-from .base import MAX_CONTEXT_TOKENS, Sample, Task, encode_sample, rng_for
+from .base import Sample, Task, check_context_tokens, encode_sample, rng_for
 from .metrics import string_match_all
 
 NOISE = FILLER.strip()  # RULER's noise haystack is the passkey filler
@@ -104,25 +104,14 @@ def check_lengths(task: str, context_tokens) -> list[int] | tuple[int, int]:
     if isinstance(context_tokens, dict):
         if set(context_tokens) != {"low", "high"}:
             raise LpesError(f"{task}: a context_tokens range is {{low: a, high: b}}, got {context_tokens}")
-        low, high = _whole(task, (context_tokens["low"], context_tokens["high"]))
+        low, high = (check_context_tokens(task, context_tokens[k]) for k in ("low", "high"))
         if low > high:
             raise LpesError(f"{task}: context_tokens low {low} exceeds high {high}")
         return low, high
     values = list(context_tokens) if isinstance(context_tokens, (list, tuple)) else [context_tokens]
     if not values:
         raise LpesError(f"{task}: context_tokens is an empty list")
-    return _whole(task, values)
-
-
-def _whole(task: str, values) -> list[int]:
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or not 64 <= v <= MAX_CONTEXT_TOKENS:
-            raise LpesError(f"{task}: context_tokens must be whole numbers >= 64 (at most {MAX_CONTEXT_TOKENS}), "
-                            f"got {v!r}")
-        out.append(v)
-    return out
-
+    return [check_context_tokens(task, v) for v in values]
 
 
 def length_of_draw(lengths, rng, j: int) -> int:

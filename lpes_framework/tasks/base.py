@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import LpesError, is_number, whole
+from ..errors import LpesError, distinct_whole, is_number, whole
 from .metrics import answer_found
 
 SPLITS = ("search", "test", "validation")
@@ -222,11 +222,8 @@ def check_layout(name: str, layout: str) -> str:
 
 
 def check_positions(name: str, positions: Sequence[int], upper: int) -> list[int]:
-    # whole and distinct: int() made 2.5 position 2 silently (and nan a traceback), and a repeated position
-    # weighed twice in every mean over positions
-    out = list(positions) if isinstance(positions, Sequence) and not isinstance(positions, str) else None
-    if not out or not all(is_number(p) and float(p).is_integer() and 0 <= p < upper for p in out):
-        raise LpesError(f"{name}: gold positions {positions!r} must be whole numbers in [0, {upper - 1}]")
-    if len(set(out)) < len(out):
-        raise LpesError(f"{name}: gold positions {out} repeat a position")
-    return [int(p) for p in out]
+    return distinct_whole(positions, f"{name}: gold positions", 0, upper - 1, "position")
+
+
+def check_context_tokens(name: str, value) -> int:
+    return whole(value, f"{name}: context_tokens", 64, MAX_CONTEXT_TOKENS)
