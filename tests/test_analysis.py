@@ -134,6 +134,23 @@ def test_committed_rows_written_before_the_draw_field_still_load():
     assert all(sum(r.draw == d for r in rows) == len(rows) // len(draws) for d in draws)  # every position per draw
 
 
+def test_every_committed_run_log_and_factors_file_reads_back():
+    # the repository's own results pass the schemas a received file must: two logs written before non-finite
+    # numbers were stored as null held NaN tokens, and status refused them as damaged
+    from pathlib import Path
+
+    from lpes_framework.io.store import read_evaluations
+    from lpes_framework.model.factors_file import load_factors
+
+    runs = Path(__file__).resolve().parent.parent / "runs"
+    logs, factors = sorted(runs.rglob("evaluations.jsonl")), sorted(runs.rglob("best_factors.json"))
+    assert len(logs) > 10 and len(factors) > 10
+    for log in logs:
+        assert read_evaluations(log)
+    for path in factors:
+        assert load_factors(str(path))["factors"]
+
+
 def test_the_bucket_plot_draws_every_method_by_bucket_and_the_passkey_by_depth(tmp_path, monkeypatch):
     from lpes_framework.commands.analysis import plot_bucket_folders
     from lpes_framework.report import plots

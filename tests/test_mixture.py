@@ -1,6 +1,7 @@
 """A mixture of tasks and lengths in one objective: each task's term over its unpatched spread, the same
 scales in the GA's fitness and the gradient's objective, results by context length."""
 
+import json
 import math
 
 import numpy as np
@@ -88,6 +89,21 @@ def test_a_mixture_of_tasks_and_lengths_searches_end_to_end(tmp_path):
     pulls = run_cli("lpes_framework.commands.analysis", "pulls", str(tmp_path)).stdout
     assert "2 steps" in pulls and "ruler_niah" in pulls and "kv . ruler_niah" in pulls
     assert "genes every task pushes the same way" in pulls
+    # a received log whose gradients lost a number, or whose genes are no whole number a layer, is one line
+    log = tmp_path / "evaluations.jsonl"
+    records = read_jsonl(log)
+    step = next(r for r in records if r["kind"] == "step")
+    step["task_gradients"]["kv"] = step["task_gradients"]["kv"][:-1]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    damaged = run_cli("lpes_framework.commands.analysis", "pulls", str(tmp_path), check=False)
+    assert damaged.returncode == 2 and "numbers for" in damaged.stderr and "Traceback" not in damaged.stderr
+    for r in records:
+        if r["kind"] == "step":
+            r["genome"] = r["gradient"] = [1.0] * 7
+            r["task_gradients"] = {task: [0.5] * 7 for task in r["task_gradients"]}
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    foreign = run_cli("lpes_framework.commands.analysis", "pulls", str(tmp_path), check=False)
+    assert foreign.returncode == 2 and "not one width x" in foreign.stderr
 
 
 def test_normalise_needs_two_samples_a_task_and_is_refused_before_load(tmp_path):

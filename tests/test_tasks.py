@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 
 import pytest
 import torch
@@ -208,6 +209,12 @@ def test_editing_a_data_file_changes_the_cache_identity(tmp_path):
     before = task.settings()
     path.write_text("four five six seven " * 50)
     assert task.settings() != before
+    # the same bytes keep their identity whatever the file's mtime (a fresh clone or worktree of a run)
+    edited = task.settings()
+    os.utime(path, ns=(1, 1))
+    assert task.settings() == edited
+    path.write_text("four five six eight " * 50)  # edited in place, same size: read again
+    assert task.settings() != edited
 
 
 @pytest.mark.parametrize("options, match", [

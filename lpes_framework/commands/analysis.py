@@ -91,7 +91,11 @@ def _pulls(run: Path) -> list[str]:
     if cfg.curve.name != "free":
         raise LpesError(f"{run} searched curve={cfg.curve.name}; pulls are read by layer and band on curve=free's genes")
     n_layers = read_spec(run).model["n_layers"]
-    width = len(next(iter(steps[0].values()))) // n_layers
+    genes = {len(g) for step in steps for g in step.values()}
+    if len(genes) != 1 or next(iter(genes)) % n_layers:
+        raise LpesError(f"{run}: its steps' gradients hold {sorted(genes)} numbers, not one width x {n_layers} "
+                        "layers: a damaged or foreign log")
+    width = next(iter(genes)) // n_layers
     return [f"{len(steps)} steps"] + pull_table(mean_pulls(steps), n_layers, width)
 
 

@@ -108,6 +108,14 @@ class Step(_Record):
     task_gradients: dict[str, list[Finite]] | None = None  # each task's part (written since it existed)
     seconds: Annotated[float, Field(ge=0.0)]
 
+    @model_validator(mode="after")
+    def _one_per_gene(self):
+        # a gradient is one number a gene, the mixture's and each task's part alike (an analysis reshapes them)
+        lengths = {len(self.gradient), *(len(g) for g in (self.task_gradients or {}).values())}
+        if lengths != {len(self.genome)}:
+            raise ValueError(f"its gradients hold {sorted(lengths)} numbers for {len(self.genome)} genes")
+        return self
+
 
 LogRecord = Annotated[Union[Spec, Baseline, Candidate, Step], Field(discriminator="kind")]
 _LOG = TypeAdapter(LogRecord)

@@ -12,6 +12,7 @@ compared on the same material: each draw builds one context and asks about every
 from __future__ import annotations
 
 import copy
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -54,11 +55,21 @@ class Encoded:
 
 
 def file_stamp(path: str) -> str:
-    """Size and mtime of a data file: part of the cache key, so an edited file is scored afresh."""
+    """A data file's content digest: part of the cache key, so an edited file is scored afresh and the same
+    bytes give the same key in any checkout (a size and mtime stamp changed with every clone and worktree,
+    and a resume there scored the whole log again)."""
     from pathlib import Path
 
     stat = Path(path).stat()
-    return f"{stat.st_size}:{stat.st_mtime_ns}"
+    return _digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=256)
+def _digest(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a file edited in place is read again
+    import hashlib
+
+    with open(path, "rb") as f:
+        return "sha1:" + hashlib.file_digest(f, "sha1").hexdigest()
 
 
 def split_index(split: str) -> int:
