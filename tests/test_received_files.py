@@ -227,6 +227,24 @@ def test_mdqa_records_of_the_wrong_types_are_named(record, message, tmp_path):
         TASKS.build({"name": "mdqa", "path": str(path), "documents": 1, "gold_positions": [0]})
 
 
+def test_a_compressed_data_file_that_expands_without_bound_is_refused(tmp_path, monkeypatch):
+    import gzip
+
+    import lpes_framework.tasks.base as base
+
+    monkeypatch.setattr(base, "MAX_DATA_BYTES", 1 << 16)
+    record = {"question": "q", "answers": ["Paris"], "ctxs": [{"title": "t", "text": "x"}]}
+    bomb = tmp_path / "mdqa.jsonl.gz"
+    with gzip.open(bomb, "wt") as f:  # ~2 KB on disk
+        f.write(json.dumps(record | {"pad": " " * (1 << 20)}) + "\n")
+    with pytest.raises(LpesError, match="more than 65,536 bytes of text once decompressed"):
+        TASKS.build({"name": "mdqa", "path": str(bomb), "documents": 1, "gold_positions": [0]})
+    # a record keeps a line separator inside its text (U+2028: str.splitlines would cut the record there)
+    plain = tmp_path / "mdqa.jsonl"
+    plain.write_text(json.dumps(record | {"question": "q\u2028r"}, ensure_ascii=False) + "\r\n")
+    assert base.read_jsonl(str(plain), "mdqa")[0]["question"] == "q\u2028r"
+
+
 def test_a_corrected_command_after_a_late_refusal_starts_afresh(tmp_path, monkeypatch):
     """A run refused while its executor starts (here: its weights fail to load) writes no run record, so
     the corrected command runs in the same folder instead of meeting 'already holds a search'."""

@@ -199,8 +199,13 @@ def encode_sample(sample: Sample, tokenizer, use_chat: bool) -> Encoded:
     return Encoded(ids=ids, answer_start=start, sample=sample)
 
 
+MAX_DATA_BYTES = 2 ** 30  # a data file's text once decompressed; the largest real one (LITM's NQ) is ~60 MB
+
+
 def read_jsonl(path: str, task: str) -> list[dict]:
-    """The JSON objects of a .jsonl, .jsonl.gz or .jsonl.xz file, or a one-line error naming the task."""
+    """The JSON objects of a .jsonl, .jsonl.gz or .jsonl.xz file, or a one-line error naming the task. At
+    most ``MAX_DATA_BYTES`` of text are read: a received 300 KB .gz expanded into a 740 MB process, so a
+    few MB of one would fill the machine's memory before any check."""
     import gzip
     import json
     import lzma
@@ -211,8 +216,13 @@ def read_jsonl(path: str, task: str) -> list[dict]:
         raise LpesError(f"{task}: file not found: {path}")
     opener = {".gz": gzip.open, ".xz": lzma.open}.get(p.suffix, open)
     try:
-        with opener(p, "rt", encoding="utf-8") as fh:
-            records = [json.loads(line) for line in fh if line.strip()]
+        with opener(p, "rb") as fh:
+            text = fh.read(MAX_DATA_BYTES + 1)
+        if len(text) > MAX_DATA_BYTES:
+            raise LpesError(f"{task}: {path} holds more than {MAX_DATA_BYTES:,} bytes of text once decompressed; "
+                            "split it, or keep the records a run uses")
+        # "\n" alone ends a record: splitlines() would also cut at U+2028 and the like inside a JSON string
+        records = [json.loads(line) for line in text.decode("utf-8").split("\n") if line.strip()]
     except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise LpesError(f"{task}: cannot read {path}: {type(exc).__name__}: {exc}") from exc
     if not all(isinstance(r, dict) for r in records):
