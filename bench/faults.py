@@ -24,6 +24,7 @@ target: every count but the first 0.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -288,8 +289,13 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
                                             "key": "k", "value": "v1"}) + "\n" for _ in range(8)))
     string_answers = tmp / "mdqa.jsonl"
     string_answers.write_text(json.dumps({"question": "q", "answers": "Paris", "ctxs": [{"title": "t", "text": "x"}]}) + "\n")
+    bomb = tmp / "bomb.jsonl.gz"  # ~1 MB on disk, past 1 GiB of text once decompressed
+    with gzip.open(bomb, "wb", compresslevel=9) as f:
+        for _ in range(1025):
+            f.write(b" " * (1 << 20))
     for i, (label, overrides, words) in enumerate((
             ("a KV file with a repeated key", [f"task.path={repeated}"], "a key appears twice"),
+            ("a .gz data file that expands past 1 GiB", [f"task.path={bomb}"], "bytes of text once decompressed"),
             ("generated keys that could collide", ["task.hex_len=1"], "too few distinct keys"),
             ("MDQA answers given as a string", ["task=mdqa", f"task.path={string_answers}", "task.documents=1",
                                                 "task.gold_positions=[0]"], "answers must be a list"),
