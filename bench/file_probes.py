@@ -90,6 +90,8 @@ def log_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
         ("a NaN log-prob token", lambda rs: rs[:index] + [json.dumps(rs[index]).replace(
             '"logprob": ', '"logprob": NaN, "was": ', 1)] + rs[index + 1:], "logprob"),
         ("a line that is a list", lambda rs: rs[:index] + ["[1, 2]"] + rs[index + 1:], "not an lpes record"),
+        ("a key named twice (parsers differ on which counts)", lambda rs: rs[:index] + [json.dumps(rs[index]).replace(
+            '"genome": ', '"genome": [], "genome": ', 1)] + rs[index + 1:], "'genome' appears twice"),
         ("a line nested past the parser's limit", lambda rs: rs[:index] + [DEEP] + rs[index + 1:], "is corrupted"),
         ("a second run's records appended", lambda rs: rs + [spec], "a second run record"),
         ("a record repeated", lambda rs: rs + [candidate], "repeats key"),
@@ -121,6 +123,8 @@ def factors_damages() -> list[tuple[str, Callable, str]]:
     return [
         ("a factor that is text", in_text(lambda r: r["factors"].__setitem__(0, "a")), "'factors' must be"),
         ("a NaN factor token", lambda text: text.replace('"factors": [', '"factors": [NaN, ', 1), "factors"),
+        ("factors named twice (another tool may take the first)", lambda text: text.replace(
+            '"factors": [', '"factors": [1.0], "factors": [', 1), "'factors' appears twice"),
         ("a negative factor", in_text(lambda r: r["factors"].__setitem__(0, -1.0)), "factors must be finite and in"),
         ("a factor of 1e300", in_text(lambda r: r["factors"].__setitem__(0, 1e300)), "factors must be finite and in"),
         ("layers of different widths", in_text(lambda r: r.update(factors=[[1.0, 1.1]] + r["factors"][1:])),

@@ -227,6 +227,29 @@ def test_mdqa_records_of_the_wrong_types_are_named(record, message, tmp_path):
         TASKS.build({"name": "mdqa", "path": str(path), "documents": 1, "gold_positions": [0]})
 
 
+def test_a_key_named_twice_in_one_object_is_refused_in_every_kind_of_file(ga_run, tmp_path):
+    """Parsers disagree on which of two values of one key counts: a file showing a reader (or vLLM's loader)
+    one schedule must not give lpes another."""
+    from lpes_framework.model.factors_file import load_factors
+    from lpes_framework.tasks.base import read_jsonl
+
+    folder = copy_run(ga_run, tmp_path)
+    factors = folder / "best_factors.json"
+    factors.write_text(factors.read_text().replace('"factors": [', '"factors": [9.0], "factors": [', 1))
+    with pytest.raises(LpesError, match="'factors' appears twice"):
+        load_factors(factors)
+    log = folder / "evaluations.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text(lines[0] + lines[1].replace('"kind":', '"kind": "spec", "kind":', 1) + "".join(lines[2:]))
+    before = log.read_bytes()
+    resume(folder, r"line 2 is corrupted \(the key 'kind' appears twice")
+    assert log.read_bytes() == before
+    data = tmp_path / "kv.jsonl"
+    data.write_text('{"ordered_kv_records": [["a", "1"]], "key": "a", "value": "2", "value": "1"}\n')
+    with pytest.raises(LpesError, match="'value' appears twice"):
+        read_jsonl(str(data), "kv_retrieval")
+
+
 def test_a_compressed_data_file_that_expands_without_bound_is_refused(tmp_path, monkeypatch):
     import gzip
 

@@ -1,7 +1,8 @@
 """JSON that strict parsers accept: a missing or non-finite number (no perplexity task, a collapsed
 candidate) is written as ``null``, never as the non-standard ``NaN``/``Infinity`` tokens, and read back
-as NaN by the dataclasses that hold such numbers; and received JSON that would turn into a config is taken
-literally (``refuse_interpolations``)."""
+as NaN by the dataclasses that hold such numbers; received JSON is read by ``loads``, which refuses an object
+naming a key twice; and received JSON that would turn into a config is taken literally
+(``refuse_interpolations``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,30 @@ def strict(data: Any) -> Any:
 
 def dumps(data: Any, **kwargs) -> str:
     return json.dumps(strict(data), allow_nan=False, **kwargs)
+
+
+class RepeatedKey(json.JSONDecodeError):
+    """An object naming one key twice. Parsers disagree on which value counts (Python's json takes the last,
+    others the first), so such a file could show a reader or another tool one schedule and lpes another."""
+
+    def __init__(self, key: str):
+        ValueError.__init__(self, f"the key {key!r} appears twice in one object")
+        self.msg, self.doc, self.pos, self.lineno, self.colno = str(self), "", 0, 1, 1
+
+
+def _unique(pairs: list) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+def loads(text: str | bytes) -> Any:
+    """JSON of a received file (a factors file, a run folder's logs and records, a data file's records):
+    ``json.loads`` that refuses a repeated key, as one more ``json.JSONDecodeError``."""
+    return json.loads(text, object_pairs_hook=_unique)
 
 
 def refuse_interpolations(data: Any, source: str, where: str = "") -> None:

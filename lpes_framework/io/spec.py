@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from .atomic import file_digest
-from .jsonio import refuse_interpolations
+from .jsonio import loads, refuse_interpolations
 from .records import GROUP_NAME
 
 KEY = "spec"  # the record's key and kind in a run's JSONL log
@@ -118,7 +118,7 @@ def read_spec(run_dir: Path) -> RunSpec:
         path = run_dir / result
         if path.is_file():
             try:
-                data = json.loads(path.read_text())
+                data = loads(path.read_text())
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
                 raise LpesError(f"{path}: corrupted ({type(exc).__name__})") from None
             run = data.get("run") if isinstance(data, dict) else None

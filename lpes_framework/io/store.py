@@ -88,7 +88,9 @@ class JsonLog:
         records = []
         for i, line in enumerate(complete.splitlines()):
             try:
-                record = json.loads(line)
+                record = jsonio.loads(line)
+            except jsonio.RepeatedKey as exc:
+                raise LpesError(f"{self.path}: line {i + 1} is corrupted ({exc})") from None
             except (json.JSONDecodeError, RecursionError):
                 raise LpesError(f"{self.path}: line {i + 1} is corrupted") from None
             if not isinstance(record, dict) or not isinstance(record.get("key"), str):
@@ -163,7 +165,7 @@ def read_rows(path: Path) -> list[dict]:
 def read_json(path: Path) -> object:
     """A JSON file of a run folder (not through a link), as one line where it is not JSON."""
     try:
-        return json.loads(read_in_run(path).decode("utf-8"))
+        return jsonio.loads(read_in_run(path).decode("utf-8"))
     except FileNotFoundError:
         raise LpesError(f"{path} not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
@@ -247,7 +249,7 @@ class RunStore:
                                 "evaluations.jsonl, which keeps every evaluation")
             return None
         try:
-            state = json.loads(read_in_run(self.checkpoint).decode("utf-8"))
+            state = jsonio.loads(read_in_run(self.checkpoint).decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise LpesError(f"{self.checkpoint} is truncated or corrupted ({type(exc).__name__}); delete it to "
                             f"replay the search from evaluations.jsonl, which keeps every evaluation") from exc

@@ -109,7 +109,7 @@ def load_factors(path: str | os.PathLike) -> dict:
     """A factors file (or shipped preset, by name), checked against the schema."""
     p = resolve_factors(path)
     try:
-        record = json.loads(p.read_text())
+        record = jsonio.loads(p.read_text())
     except FileNotFoundError:
         presets = ", ".join(preset_names()) or "none"
         raise LpesError(f"factors file not found: {p} (nor a shipped preset of that name; presets: {presets})") from None

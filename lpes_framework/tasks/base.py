@@ -211,6 +211,8 @@ def read_jsonl(path: str, task: str) -> list[dict]:
     import lzma
     from pathlib import Path
 
+    from ..io import jsonio
+
     p = Path(path)
     if not p.is_file():
         raise LpesError(f"{task}: file not found: {path}")
@@ -222,7 +224,7 @@ def read_jsonl(path: str, task: str) -> list[dict]:
             raise LpesError(f"{task}: {path} holds more than {MAX_DATA_BYTES:,} bytes of text once decompressed; "
                             "split it, or keep the records a run uses")
         # "\n" alone ends a record: splitlines() would also cut at U+2028 and the like inside a JSON string
-        records = [json.loads(line) for line in text.decode("utf-8").split("\n") if line.strip()]
+        records = [jsonio.loads(line) for line in text.decode("utf-8").split("\n") if line.strip()]
     except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise LpesError(f"{task}: cannot read {path}: {type(exc).__name__}: {exc}") from exc
     if not all(isinstance(r, dict) for r in records):
