@@ -125,6 +125,8 @@ def factors_damages() -> list[tuple[str, Callable, str]]:
         ("a NaN factor token", lambda text: text.replace('"factors": [', '"factors": [NaN, ', 1), "factors"),
         ("factors named twice (another tool may take the first)", lambda text: text.replace(
             '"factors": [', '"factors": [1.0], "factors": [', 1), "'factors' appears twice"),
+        ("a 5,000-digit layer count (past Python's integer parsing limit)", lambda text: text.replace(
+            '"n_layers": ', '"n_layers": ' + "9" * 5000 + ', "was": ', 1), "Exceeds the limit"),
         ("a negative factor", in_text(lambda r: r["factors"].__setitem__(0, -1.0)), "factors must be finite and in"),
         ("a factor of 1e300", in_text(lambda r: r["factors"].__setitem__(0, 1e300)), "factors must be finite and in"),
         ("layers of different widths", in_text(lambda r: r.update(factors=[[1.0, 1.1]] + r["factors"][1:])),

@@ -227,7 +227,7 @@ def test_mdqa_records_of_the_wrong_types_are_named(record, message, tmp_path):
         TASKS.build({"name": "mdqa", "path": str(path), "documents": 1, "gold_positions": [0]})
 
 
-def test_a_key_named_twice_in_one_object_is_refused_in_every_kind_of_file(ga_run, tmp_path):
+def test_json_that_parsers_read_differently_or_not_at_all_is_refused(ga_run, tmp_path):
     """Parsers disagree on which of two values of one key counts: a file showing a reader (or vLLM's loader)
     one schedule must not give lpes another."""
     from lpes_framework.model.factors_file import load_factors
@@ -237,6 +237,10 @@ def test_a_key_named_twice_in_one_object_is_refused_in_every_kind_of_file(ga_run
     factors = folder / "best_factors.json"
     factors.write_text(factors.read_text().replace('"factors": [', '"factors": [9.0], "factors": [', 1))
     with pytest.raises(LpesError, match="'factors' appears twice"):
+        load_factors(factors)
+    # an integer past Python's 4,300-digit conversion limit escaped json.loads as a bare ValueError (a traceback)
+    factors.write_text(factors.read_text().replace('"factors": [9.0], ', '').replace('"n_layers": ', '"n_layers": ' + "9" * 5000 + ", \"was\": ", 1))
+    with pytest.raises(LpesError, match="corrupted factors file .Exceeds the limit"):
         load_factors(factors)
     log = folder / "evaluations.jsonl"
     lines = log.read_text().splitlines(keepends=True)

@@ -29,28 +29,36 @@ def dumps(data: Any, **kwargs) -> str:
     return json.dumps(strict(data), allow_nan=False, **kwargs)
 
 
-class RepeatedKey(json.JSONDecodeError):
-    """An object naming one key twice. Parsers disagree on which value counts (Python's json takes the last,
-    others the first), so such a file could show a reader or another tool one schedule and lpes another."""
+class Unreadable(json.JSONDecodeError):
+    """Received JSON that parses but cannot be taken as written, raised as one more ``json.JSONDecodeError``
+    so every reader reports it as the damage it already names."""
 
-    def __init__(self, key: str):
-        ValueError.__init__(self, f"the key {key!r} appears twice in one object")
-        self.msg, self.doc, self.pos, self.lineno, self.colno = str(self), "", 0, 1, 1
+    def __init__(self, reason: str):
+        ValueError.__init__(self, reason)
+        self.msg, self.doc, self.pos, self.lineno, self.colno = reason, "", 0, 1, 1
 
 
 def _unique(pairs: list) -> dict:
+    # parsers disagree on which value of a repeated key counts (Python's json takes the last, others the
+    # first): such a file could show a reader or another tool one schedule and lpes another
     out = {}
     for key, value in pairs:
         if key in out:
-            raise RepeatedKey(key)
+            raise Unreadable(f"the key {key!r} appears twice in one object")
         out[key] = value
     return out
 
 
 def loads(text: str | bytes) -> Any:
     """JSON of a received file (a factors file, a run folder's logs and records, a data file's records):
-    ``json.loads`` that refuses a repeated key, as one more ``json.JSONDecodeError``."""
-    return json.loads(text, object_pairs_hook=_unique)
+    ``json.loads`` that refuses a repeated key, and an integer past Python's 4,300-digit conversion limit
+    (a ValueError json.loads lets through), as ``Unreadable``."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        raise Unreadable(str(exc).split(";")[0]) from None
 
 
 def refuse_interpolations(data: Any, source: str, where: str = "") -> None:

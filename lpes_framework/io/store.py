@@ -89,7 +89,7 @@ class JsonLog:
         for i, line in enumerate(complete.splitlines()):
             try:
                 record = jsonio.loads(line)
-            except jsonio.RepeatedKey as exc:
+            except jsonio.Unreadable as exc:
                 raise LpesError(f"{self.path}: line {i + 1} is corrupted ({exc})") from None
             except (json.JSONDecodeError, RecursionError):
                 raise LpesError(f"{self.path}: line {i + 1} is corrupted") from None
