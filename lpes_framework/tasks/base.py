@@ -66,10 +66,9 @@ def file_stamp(path: str) -> str:
 
 @lru_cache(maxsize=256)
 def _digest(path: str, size: int, mtime_ns: int) -> str:  # size and mtime: a file edited in place is read again
-    import hashlib
+    from ..io.atomic import file_digest
 
-    with open(path, "rb") as f:
-        return "sha1:" + hashlib.file_digest(f, "sha1").hexdigest()
+    return "blake2b:" + file_digest(path)
 
 
 def split_index(split: str) -> int:
