@@ -88,7 +88,7 @@ def test_a_mixture_of_tasks_and_lengths_searches_end_to_end(tmp_path):
         np.testing.assert_allclose(np.sum(list(step["task_gradients"].values()), axis=0), step["gradient"], atol=1e-12)
     pulls = run_cli("lpes_framework.commands.analysis", "pulls", str(tmp_path)).stdout
     assert "2 steps" in pulls and "ruler_niah" in pulls and "kv . ruler_niah" in pulls
-    assert "genes every task pushes the same way" in pulls
+    assert "genes every pulling task pushes the same way" in pulls
     # a received log whose gradients lost a number, or whose genes are no whole number a layer, is one line
     log = tmp_path / "evaluations.jsonl"
     records = read_jsonl(log)
@@ -104,6 +104,18 @@ def test_a_mixture_of_tasks_and_lengths_searches_end_to_end(tmp_path):
     log.write_text("".join(json.dumps(r) + "\n" for r in records))
     foreign = run_cli("lpes_framework.commands.analysis", "pulls", str(tmp_path), check=False)
     assert foreign.returncode == 2 and "not one width x" in foreign.stderr
+
+
+def test_pulls_leave_a_task_without_gradient_out_of_the_agreement():
+    from lpes_framework.evaluation.pulls import mean_pulls, pull_table
+
+    steps = [{"kv": [1.0, -1.0, 2.0, 0.5], "mdqa": [2.0, -1.0, -1.0, 1.0], "ppl": [0.0] * 4}] * 2
+    lines = pull_table(mean_pulls(steps), n_layers=2, n_bands=2)
+    assert lines[0].split()[2:] == ["layers", "0-0", "layers", "1-1"]  # two layers: two parts, none empty
+    assert lines[1].split()[2:] == ["+1.0000", "-1.0000"]  # kv band 0: layer 0, then layer 1
+    assert [line.split(":")[0].strip() for line in lines if " . " in line] == ["kv . mdqa"]
+    assert "no pull (every gene's gradient 0, e.g. a guard never crossed): ppl" in lines
+    assert lines[-1] == "genes every pulling task pushes the same way: 75% of 4"  # ppl's zeros would make it 0%
 
 
 def test_normalise_needs_two_samples_a_task_and_is_refused_before_load(tmp_path):

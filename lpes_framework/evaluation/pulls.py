@@ -19,7 +19,7 @@ def mean_pulls(steps: Sequence[Mapping[str, Sequence[float]]]) -> dict[str, np.n
 def pull_table(pulls: Mapping[str, np.ndarray], n_layers: int, n_bands: int, parts: int = 3) -> list[str]:
     """Lines: per task, the summed gradient of each band over ``parts`` depth thirds (free-curve genes,
     band after band), then the tasks' pairwise cosines and the share of genes they all push one way."""
-    edges = np.linspace(0, n_layers, parts + 1).round().astype(int)
+    edges = np.linspace(0, n_layers, min(parts, n_layers) + 1).round().astype(int)  # no empty part
     depth = [f"layers {a}-{b - 1}" for a, b in zip(edges, edges[1:])]
     lines = [f"{'task':24} {'band':>5} " + "".join(f"{d:>15}" for d in depth)]
     for task, g in pulls.items():
@@ -27,11 +27,16 @@ def pull_table(pulls: Mapping[str, np.ndarray], n_layers: int, n_bands: int, par
         for band in range(n_bands):
             sums = [table[band, a:b].sum() for a, b in zip(edges, edges[1:])]
             lines.append(f"{task[:24]:24} {band:>5} " + "".join(f"{s:+15.4f}" for s in sums))
-    names = list(pulls)
-    unit = {t: pulls[t] / (np.linalg.norm(pulls[t]) or 1.0) for t in names}
+    # a task whose gradient is all zeros (a guard never crossed) pulls no way: left out of the agreement,
+    # where its zero signs would make every gene a disagreement
+    names = [t for t in pulls if np.any(np.asarray(pulls[t]) != 0)]
+    silent = [t for t in pulls if t not in names]
+    unit = {t: pulls[t] / np.linalg.norm(pulls[t]) for t in names}
     lines.append("cosine of the tasks' mean gradients:")
     lines += [f"  {a} . {b}: {float(unit[a] @ unit[b]):+.3f}" for i, a in enumerate(names) for b in names[i + 1:]]
+    if silent:
+        lines.append(f"no pull (every gene's gradient 0, e.g. a guard never crossed): {', '.join(silent)}")
     signs = np.sign(np.array([pulls[t] for t in names]))
     agree = float(np.mean(np.all(signs == signs[:1], axis=0))) if names else float("nan")
-    lines.append(f"genes every task pushes the same way: {agree:.0%} of {signs.shape[1] if names else 0}")
+    lines.append(f"genes every pulling task pushes the same way: {agree:.0%} of {signs.shape[1] if names else 0}")
     return lines
