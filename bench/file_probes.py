@@ -185,6 +185,8 @@ def rows_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
         ("a negative draw", in_record(index, lambda r: row(r).update(draw=-1)), "draw"),
         ("a string match of 2", in_record(index, lambda r: row(r).update(match=2.0)), "match"),
         ("a log-prob that is text", in_record(index, lambda r: row(r).update(logprob="x")), "logprob"),
+        ("a sample's row in place of another's (paired twice)", in_record(index, lambda r: [
+            per.__setitem__(-1, per[0]) for per in r["rows"].values()]), "twice"),
         ("rows that are a list", in_record(index, lambda r: r.update(rows=[1])), "rows"),
         ("a rows record without its method", in_record(index, lambda r: r.pop("method")), "method"),
         ("a rows line nested past the parser's limit", lambda rs: rs[:index] + [DEEP] + rs[index + 1:],

@@ -139,7 +139,7 @@ def test_every_committed_run_log_and_factors_file_reads_back():
     # numbers were stored as null held NaN tokens, and status refused them as damaged
     from pathlib import Path
 
-    from lpes_framework.io.store import read_evaluations
+    from lpes_framework.io.store import read_evaluations, read_rows
     from lpes_framework.model.factors_file import load_factors
 
     runs = Path(__file__).resolve().parent.parent / "runs"
@@ -149,6 +149,16 @@ def test_every_committed_run_log_and_factors_file_reads_back():
         assert read_evaluations(log)
     for path in factors:
         assert load_factors(str(path))["factors"]
+    rows = [p for p in runs.rglob("*.jsonl") if p.name in ("rows.jsonl", "heldout.jsonl")]
+    assert len(rows) > 10 and all(list(read_rows(p)) for p in rows)
+
+
+def test_a_rows_record_that_holds_a_sample_twice_is_a_damaged_line(tmp_path):
+    # a row copied in place of another was paired twice, and the one it replaced with nothing, silently
+    rows_a = rows(lambda c, p: True)
+    folder = write_folder(tmp_path / "f", {"unpatched": rows(lambda c, p: False), "scaled": rows_a[:-1] + rows_a[:1]})
+    with pytest.raises(LpesError, match="holds draw 0 at gold position 0 twice"):
+        folder_rows([folder], "kv_retrieval")
 
 
 def test_the_bucket_plot_draws_every_method_by_bucket_and_the_passkey_by_depth(tmp_path, monkeypatch):

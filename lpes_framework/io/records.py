@@ -154,6 +154,19 @@ class Rows(_Record):
                 raise ValueError(f"task {task!r} mixes numbered and named gold positions")
         return self
 
+    @model_validator(mode="after")
+    def _each_sample_once(self):
+        """A sample is a (draw, gold position): methods are paired on it, so a row repeated (in place of
+        another) would be counted twice, or pair with nothing, in every interval without a word."""
+        for task, rows in self.rows.items():
+            seen = set()
+            for row in rows:
+                sample = (row.draw if row.context is None else row.context, row.position)
+                if sample in seen:
+                    raise ValueError(f"task {task!r} holds draw {sample[0]} at gold position {sample[1]!r} twice")
+                seen.add(sample)
+        return self
+
 
 class Interval(_Record):
     delta: Finite | None
