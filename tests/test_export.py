@@ -92,7 +92,7 @@ def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
         apply_factors_file(tiny_model(other, **extra), path)
 
 
-def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkeypatch):
+def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkeypatch, capsys):
     from lpes_framework.model import factors_file as factors
     from lpes_framework.compare.methods import file_method_names
 
@@ -114,7 +114,9 @@ def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkey
         "tiny-ntk": "preset tiny-ntk", "a/search/best.json": "file a/search/best.json",
         "b/search/best.json": "file b/search/best.json", "c/best.json": "file c"}
     write_json_atomic(tmp_path / "tiny-ntk", factors_record(model=llama_block(), scheme={"name": "pi"}, factors=FACTORS))
+    capsys.readouterr()
     assert load_factors("tiny-ntk")["scheme"]["name"] == "pi"  # an existing path is never shadowed
+    assert "tiny-ntk is the file" in capsys.readouterr().err  # but said: it stands in for the shipped preset
     with pytest.raises(LpesError, match="nor a shipped preset of that name; presets: tiny-ntk"):
         load_factors("tiny-yarn")
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,15 @@ def is_preset(name: str | os.PathLike) -> bool:
 
 
 def resolve_factors(name_or_path: str | os.PathLike) -> Path:
-    """The file behind a factors argument: an existing path, else a shipped preset of that name."""
-    return PRESETS / f"{name_or_path}.json" if is_preset(name_or_path) else Path(name_or_path)
+    """The file behind a factors argument: an existing path, else a shipped preset of that name. A path that
+    shadows a preset's name is said on stderr: a file of that name in the folder a command runs in (a
+    received repository, say) would otherwise stand in for the shipped default without a word."""
+    if is_preset(name_or_path):
+        return PRESETS / f"{name_or_path}.json"
+    if str(name_or_path) in preset_names():
+        print(f"lpes: {name_or_path} is the file {Path(name_or_path).resolve()}, not the shipped preset of that name",
+              file=sys.stderr)
+    return Path(name_or_path)
 
 
 def load_factors(path: str | os.PathLike) -> dict:
