@@ -5,9 +5,10 @@
 # niah_multikey_1 (essay haystack, its length drawn from [1024, 2048]), each task's term over its unpatched
 # spread (fitness.normalise=true) and the perplexity guarded at 1.02; from the KV preset (START=qwen2.5-coder-0.5b,
 # the default) and, as a second run, from all ones (START=1.0 RUN=from-ones). Each step draws 2 fresh contexts of
-# every task. Measured cost is in docs/results/index.md once it ran; expect ~10 min a step on the 2 CPU cores (the RULER
-# and MDQA terms move their gold item, so each of their samples is its own forward), so this spans sessions:
-# run it from a git worktree in the background; the same command resumes (resume=true after the first start).
+# every task. Measured: 11-13 min a step with the 2 CPU cores to itself (659-750 s: ~3 min the unpatched minibatch,
+# ~9 min forward and backward; the RULER and MDQA terms move their gold item, so each sample is its own forward),
+# 20-77 min when they are shared; so this spans sessions: run it from a git worktree in the background; the same
+# command resumes (resume=true after the first start).
 # Layer checkpointing: the MDQA and RULER prompts (no shared prefix) go through the gradient in batches of 10
 # whole prompts, whose activations without it took the process past 23 GB (killed twice by the OOM killer).
 # Then the matrix: bench/transfer.py --general $run/search/best_factors.json.
