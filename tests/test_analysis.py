@@ -102,8 +102,9 @@ def test_bucket_sums_put_token_k_at_position_k_plus_1():
     sums = bucket_logprobs(windows([[-1, -2, -3, -4, -5, -6]]), [0, 3, 7, 100])
     assert sums[0].tolist() == [[-3, -18, 0]]  # positions 1-2, 3-6, none
     assert sums[1].tolist() == [[2, 4, 0]]
-    with pytest.raises(LpesError, match="--edges must rise strictly"):
-        bucket_logprobs(windows([[-1.0]]), [0, 0, 4])
+    for edges in ([0, 0, 4], [-5, 100], [0]):  # a negative position labelled a bucket "-5-100" once
+        with pytest.raises(LpesError, match="rising strictly"):
+            bucket_logprobs(windows([[-1.0]]), edges)
 
 
 def test_bucket_table_gives_perplexity_and_paired_ratios_per_bucket():

@@ -18,8 +18,8 @@ def bucket_logprobs(rows: Sequence[ScoreRow], edges: Sequence[int]) -> np.ndarra
     """(windows x buckets) sums of token log-probs and token counts of whole-text rows: token ``k`` of a
     window's scored continuation sits at position ``k + 1`` (the first token is context only), bucket
     ``i`` holds positions ``edges[i]`` to ``edges[i + 1] - 1``. Shape (2, windows, buckets)."""
-    if list(edges) != sorted(set(edges)) or len(edges) < 2:
-        raise LpesError(f"--edges must rise strictly and give at least one bucket, got {list(edges)}")
+    if list(edges) != sorted(set(edges)) or len(edges) < 2 or edges[0] < 0:
+        raise LpesError(f"--edges must be token positions (>= 0) rising strictly, at least one bucket, got {list(edges)}")
     out = np.zeros((2, len(rows), len(edges) - 1))
     for w, row in enumerate(rows):
         lp = np.asarray(row.token_logprobs, dtype=float)
