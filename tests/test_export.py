@@ -117,6 +117,9 @@ def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkey
     capsys.readouterr()
     assert load_factors("tiny-ntk")["scheme"]["name"] == "pi"  # an existing path is never shadowed
     assert "tiny-ntk is the file" in capsys.readouterr().err  # but said: it stands in for the shipped preset
+    with apply_factors_file(model, "tiny-ntk"):  # resolves the name twice: loading it, then naming the source
+        pass
+    assert "tiny-ntk is the file" not in capsys.readouterr().err  # said once, not at every resolution
     with pytest.raises(LpesError, match="nor a shipped preset of that name; presets: tiny-ntk"):
         load_factors("tiny-yarn")
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -108,9 +109,14 @@ def resolve_factors(name_or_path: str | os.PathLike) -> Path:
     if is_preset(name_or_path):
         return PRESETS / f"{name_or_path}.json"
     if str(name_or_path) in preset_names():
-        print(f"lpes: {name_or_path} is the file {Path(name_or_path).resolve()}, not the shipped preset of that name",
-              file=sys.stderr)
+        _say_shadowed(str(Path(name_or_path).resolve()), str(name_or_path))
     return Path(name_or_path)
+
+
+@cache
+def _say_shadowed(path: str, name: str) -> None:
+    # once a process: a command resolves one argument several times (checks, then the patch)
+    print(f"lpes: {name} is the file {path}, not the shipped preset of that name", file=sys.stderr)
 
 
 def load_factors(path: str | os.PathLike) -> dict:
