@@ -248,6 +248,16 @@ def test_json_that_parsers_read_differently_or_not_at_all_is_refused(ga_run, tmp
     before = log.read_bytes()
     resume(folder, r"line 2 is corrupted \(the key 'kind' appears twice")
     assert log.read_bytes() == before
+    # the checkpoint and a run folder's JSON files name the repeated key too, not only "corrupted"
+    log.write_bytes(before.replace(b'"kind": "spec", "kind":', b'"kind":', 1))
+    checkpoint = folder / "checkpoint.json"
+    checkpoint.write_text(checkpoint.read_text().replace("{", '{"version": 0, ', 1))
+    resume(folder, r"checkpoint.json is truncated or corrupted \(the key 'version' appears twice")
+    from lpes_framework.io.store import read_json
+
+    (folder / "results.json").write_text('{"n": 1, "n": 2}')
+    with pytest.raises(LpesError, match=r"corrupted \(the key 'n' appears twice"):
+        read_json(folder / "results.json")
     data = tmp_path / "kv.jsonl"
     data.write_text('{"ordered_kv_records": [["a", "1"]], "key": "a", "value": "2", "value": "1"}\n')
     with pytest.raises(LpesError, match="'value' appears twice"):
@@ -270,6 +280,10 @@ def test_a_compressed_data_file_that_expands_without_bound_is_refused(tmp_path, 
     plain = tmp_path / "mdqa.jsonl"
     plain.write_text(json.dumps(record | {"question": "q\u2028r"}, ensure_ascii=False) + "\r\n")
     assert base.read_jsonl(str(plain), "mdqa")[0]["question"] == "q\u2028r"
+    # and so does a run folder's log, whose record count binds the checkpoint
+    log = JsonLog(tmp_path / "log.jsonl")
+    log.path.write_text('{"key": "a\u2028b"}\n{"key": "c"}\n', encoding="utf-8")
+    assert [r["key"] for r in log.read()] == ["a\u2028b", "c"] and log.digest()[0] == 2
 
 
 def test_a_corrected_command_after_a_late_refusal_starts_afresh(tmp_path, monkeypatch):

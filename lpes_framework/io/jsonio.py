@@ -61,6 +61,12 @@ def loads(text: str | bytes) -> Any:
         raise Unreadable(str(exc).split(";")[0]) from None
 
 
+def damage(exc: BaseException) -> str:
+    """What a reader says of a received file it could not take: the refusal itself where ``loads`` refused it
+    (which key is repeated), else the kind of damage (a parse error, bad UTF-8, nesting too deep)."""
+    return str(exc) if isinstance(exc, Unreadable) else type(exc).__name__
+
+
 def refuse_interpolations(data: Any, source: str, where: str = "") -> None:
     """A one-line error at the first string of a received record that OmegaConf would resolve when the record
     becomes a config (``${oc.env:WANDB_API_KEY}``, ``${other.setting}``): a run record or factors file would

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from .atomic import file_digest
-from .jsonio import loads, refuse_interpolations
+from .jsonio import damage, loads, refuse_interpolations
 from .records import GROUP_NAME
 
 KEY = "spec"  # the record's key and kind in a run's JSONL log
@@ -120,7 +120,7 @@ def read_spec(run_dir: Path) -> RunSpec:
             try:
                 data = loads(path.read_text())
             except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-                raise LpesError(f"{path}: corrupted ({type(exc).__name__})") from None
+                raise LpesError(f"{path}: corrupted ({damage(exc)})") from None
             run = data.get("run") if isinstance(data, dict) else None
             if run is not None and not isinstance(run, dict):
                 raise LpesError(f"{path}: damaged run record (not an object)")

@@ -84,9 +84,14 @@ class JsonLog:
                 raise LpesError(f"{self.path}: line {i + 1} is not UTF-8 text; the file was damaged") from None
         return complete.decode("utf-8"), bool(partial)
 
+    @staticmethod
+    def _lines(complete: str) -> list[str]:
+        # records end at "\n" only: str.splitlines would also cut at U+2028 inside a received record's string
+        return complete.split("\n") if complete else []
+
     def _parse(self, complete: str) -> list[dict]:
         records = []
-        for i, line in enumerate(complete.splitlines()):
+        for i, line in enumerate(self._lines(complete)):
             try:
                 record = jsonio.loads(line)
             except jsonio.Unreadable as exc:
@@ -110,7 +115,7 @@ class JsonLog:
     def digest(self, count: int | None = None) -> tuple[int, str]:
         """(records, SHA-1) of the first ``count`` complete lines (all of them by default): what a checkpoint
         is bound to."""
-        lines = self._complete()[0].splitlines()[:count]
+        lines = self._lines(self._complete()[0])[:count]
         return len(lines), hashlib.sha1("\n".join(lines).encode()).hexdigest()
 
     def repair(self) -> None:
@@ -169,7 +174,7 @@ def read_json(path: Path) -> object:
     except FileNotFoundError:
         raise LpesError(f"{path} not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise LpesError(f"{path}: corrupted ({type(exc).__name__})") from None
+        raise LpesError(f"{path}: corrupted ({jsonio.damage(exc)})") from None
 
 
 def read_results(folder: Path) -> dict:
@@ -251,7 +256,7 @@ class RunStore:
         try:
             state = jsonio.loads(read_in_run(self.checkpoint).decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise LpesError(f"{self.checkpoint} is truncated or corrupted ({type(exc).__name__}); delete it to "
+            raise LpesError(f"{self.checkpoint} is truncated or corrupted ({jsonio.damage(exc)}); delete it to "
                             f"replay the search from evaluations.jsonl, which keeps every evaluation") from exc
         replay = "delete it and resume=true replays the search from evaluations.jsonl, which keeps every evaluation"
         if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION:
