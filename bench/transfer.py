@@ -6,7 +6,8 @@ columns are held-out tasks x lengths on Qwen2.5-Coder-0.5B's test split. Per cel
 paired bootstrap interval over haystacks (``evaluation.stats``). Each column is an evaluate folder under
 ``--out``: methods already scored there are reused, so the matrix grows across runs and sessions
 (``--columns`` and ``--methods`` score a part). A heat map (methods x columns, colour = log-prob delta, * where
-its interval excludes 0) goes to ``--out/transfer.png``. Last line, for the summarised row (``--row``; the
+its interval excludes 0) goes to ``--out/transfer.png``. Each column's cost is read from what its scorings recorded
+(seconds a sample on their worker), with the matrix's cost from scratch on this machine. Last line, for the summarised row (``--row``; the
 general preset, or the key-value preset until it exists):
 columns=<n> harmed=<columns whose log-prob interval lies below 0> helped=<above 0> mean_delta=<mean log-prob
 delta over columns, nats per token> kv_middle_gain=<points, KV ~1K> kv_ci_low=<its lower bound>."""
@@ -120,8 +121,10 @@ def main() -> None:
     names = file_method_names([f for f in rows.values() if f]) | {None: None}
     evaluated = {label: (names[f] if f else label) for label, f in rows.items()}  # label -> evaluate's method name
     table: dict[str, dict[str, tuple]] = {}
+    costs = {}
     for column in args.columns:
         payload = score_column(column, rows, args.out, args.threads, args.haystacks)
+        costs[column] = column_cost(args.out / column, payload)
         task = next(iter(payload["tasks"]))
         base = payload["rows"]["unpatched"][task]
         for label, method in evaluated.items():
@@ -129,7 +132,31 @@ def main() -> None:
                 mine = payload["rows"][method][task]
                 middle = payload["intervals"].get(f"{method} - unpatched", {}).get(task, {}).get("middle")
                 table.setdefault(label, {})[column] = (cell(mine, base, "exact"), cell(mine, base, "logprob"), middle)
+    report_cost(costs, len(rows))
     report(table, args.columns, args.out, args.row or ("general preset" if general else "KV preset"))
+
+
+def column_cost(folder: Path, payload: dict) -> tuple[float | None, int]:
+    """(seconds a sample, samples a method) of one column: the mean over the scorings its rows.jsonl
+    recorded the cost of (rows written before costs were recorded count for nothing), and a whole row's
+    samples, so that a column's cost from scratch is their product times the methods."""
+    from lpes_framework.io.store import read_rows
+
+    rates = [r["cost"]["seconds"] / r["cost"]["samples"] for r in read_rows(folder / "rows.jsonl")
+             if (r.get("cost") or {}).get("samples")]
+    samples = sum(len(rows) for rows in payload["rows"]["unpatched"].values())
+    return (sum(rates) / len(rates) if rates else None), samples
+
+
+def report_cost(costs: dict[str, tuple[float | None, int]], methods: int) -> None:
+    """Each column's measured cost and the matrix's from scratch (these rows, on this machine), where known."""
+    known = {c: rate * samples * methods for c, (rate, samples) in costs.items() if rate is not None}
+    for column, (rate, samples) in costs.items():
+        said = f"{rate:.2f} s a sample, {rate * samples / 60:.0f} min a method" if rate is not None else "not measured"
+        print(f"cost {column}: {samples} samples a method, {said}")
+    unknown = sorted(set(costs) - set(known))
+    print(f"cost from scratch of the {len(known)} measured columns x {methods} methods: {sum(known.values()) / 3600:.1f} h"
+          + (f"; not measured: {', '.join(unknown)}" if unknown else ""))
 
 
 def report(table: dict, columns: list[str], out: Path, row: str) -> None:

@@ -109,6 +109,10 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
     records = rows_of(grown)
     assert [r["method"] for r in records] == ["unpatched", "uniform rope 1.25"] * 2
     assert {r["draw"] for r in records[-1]["rows"]["kv_retrieval"]} == {0, 1, 2}
+    # each record's cost is that of its new samples alone (what a matrix grown across runs adds up)
+    count = lambda record: sum(map(len, record["rows"].values()))  # noqa: E731
+    assert [r["cost"]["samples"] for r in records] == [count(records[0])] * 2 + [count(records[2]) - count(records[0])] * 2
+    assert all(r["cost"]["seconds"] > 0 for r in records) and count(records[2]) > count(records[0])
     # the same numbers up to float noise: draw 2 was batched with other prompts than in the fresh run
     assert records[2]["rows"] == approx(rows_of(fresh)[0]["rows"])
     as_json = lambda folder: {m: rows_to_json(per) for m, per in logged_rows(folder).items()}  # noqa: E731

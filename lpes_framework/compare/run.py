@@ -81,9 +81,11 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     note = f"; {len(jobs) - len(todo)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
     print(info.line() + note + (f", {extended} extended: only their new samples scored" if extended else ""))
     scoring = executor.run([Job(part, *jobs[name]) for part, name in todo], desc=cfg.split)
-    for (_, name), (rows, _) in zip(todo, scoring):
-        rows = {task: sorted(done[name].get(task, []) + rows.get(task, []), key=lambda r: r.draw) for task in counts}
-        log.append({"key": method_key(*jobs[name], regime, counts), "method": name, "rows": rows_to_json(rows)})
+    for (_, name), (new, seconds) in zip(todo, scoring):
+        rows = {task: sorted(done[name].get(task, []) + new.get(task, []), key=lambda r: r.draw) for task in counts}
+        # what this record's new samples cost on its worker: a matrix grown across runs says its cost from these
+        log.append({"key": method_key(*jobs[name], regime, counts), "method": name, "rows": rows_to_json(rows),
+                    "cost": {"seconds": seconds, "samples": sum(len(r) for r in new.values())}})
         done[name] = rows
     comparison = Comparison(done)
     for a, b in interval_pairs(methods, cfg.methods.compare_to):

@@ -140,10 +140,16 @@ class Row(_Record):
     match: Share | None = None
 
 
+class Cost(_Record):
+    seconds: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+    samples: Count
+
+
 class Rows(_Record):
     key: Annotated[str, Field(min_length=1)]
     method: Annotated[str, Field(min_length=1)]
     rows: dict[str, list[Row]]
+    cost: Cost | None = None  # the scoring of the samples new in this record (written since it existed)
 
     @model_validator(mode="after")
     def _one_kind_of_position(self):
