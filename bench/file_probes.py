@@ -116,6 +116,8 @@ def checkpoint_damages() -> list[tuple[str, Callable, str]]:
         ("a checkpoint bound to more records than the log", in_text(lambda s: s.update(log_records=10 ** 6)),
          "does not belong to"),
         ("a checkpoint nested past the parser's limit", lambda text: DEEP, "truncated or corrupted"),
+        ("a checkpoint naming its version twice", lambda text: text.replace("{", '{"version": 0, ', 1),
+         "the key 'version' appears twice"),
     ]
 
 
@@ -189,6 +191,10 @@ def rows_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
             per.__setitem__(-1, per[0]) for per in r["rows"].values()]), "twice"),
         ("rows that are a list", in_record(index, lambda r: r.update(rows=[1])), "rows"),
         ("a rows record without its method", in_record(index, lambda r: r.pop("method")), "method"),
+        ("a cost of negative seconds", in_record(index, lambda r: r.update(cost={"seconds": -1.0, "samples": 1})),
+         "cost.seconds"),
+        ("a cost whose samples are text", in_record(index, lambda r: r.update(cost={"seconds": 1.0, "samples": "x"})),
+         "cost.samples"),
         ("a rows line nested past the parser's limit", lambda rs: rs[:index] + [DEEP] + rs[index + 1:],
          "is corrupted"),
     ]
