@@ -94,10 +94,8 @@ class JsonLog:
         for i, line in enumerate(self._lines(complete)):
             try:
                 record = jsonio.loads(line)
-            except jsonio.Unreadable as exc:
-                raise LpesError(f"{self.path}: line {i + 1} is corrupted ({exc})") from None
-            except (json.JSONDecodeError, RecursionError):
-                raise LpesError(f"{self.path}: line {i + 1} is corrupted") from None
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise LpesError(f"{self.path}: line {i + 1} is corrupted ({jsonio.damage(exc)})") from None
             if not isinstance(record, dict) or not isinstance(record.get("key"), str):
                 raise LpesError(f"{self.path}: line {i + 1} is not an lpes record (no 'key' text)")
             records.append(record)
