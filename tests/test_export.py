@@ -153,7 +153,7 @@ def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
     scores = {"kv": {"0": {"count": 2, "accuracy": 0.5, "ci_low": 0.1, "ci_high": 0.9, "first_accuracy": 0.5,
                            "logprob": -0.5, "logprob_se": 0.1, "first_logprob": -0.7, "perplexity": None}}}
     interval = {"kv": {"middle": {"delta": 2.0, "low": 1.0, "high": 3.0}}}
-    results = {"tasks": {"kv": {"name": "kv_retrieval"}},
+    results = {"model": llama_block(), "tasks": {"kv": {"name": "kv_retrieval"}},
                "methods": {"unpatched": {"factors": None, "scheme": {"name": "ntk"}, "scores": scores},
                            f"file {tmp_path.name}": {"factors": FACTORS, "scheme": {"name": "ntk"}, "scores": scores}},
                "intervals": {f"file {tmp_path.name} - unpatched": interval, "unpatched - x": {}}}

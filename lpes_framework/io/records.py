@@ -180,30 +180,6 @@ class Interval(_Record):
     high: Finite | None
 
 
-class Method(_Record):
-    scores: Scores
-    factors: list[Factor] | None = None
-    scheme: dict | None = None
-
-
-class Results(_Record):
-    """An evaluate folder's ``results.json``."""
-    tasks: Annotated[dict[str, dict], Field(min_length=1)]
-    methods: Annotated[dict[str, Method], Field(min_length=1)]
-    intervals: dict[str, dict[str, dict[str, Interval]]] = {}
-    run: dict | None = None
-
-    @model_validator(mode="after")
-    def _scores_of_the_tasks(self):
-        """Every method is scored on exactly the recorded tasks (a task name changed in one place would leave a
-        reader looking up scores under a name they do not have)."""
-        for name, method in self.methods.items():
-            if set(method.scores) != set(self.tasks):
-                raise ValueError(f"method {name!r} is scored on tasks {sorted(method.scores)}, the file records "
-                                 f"{sorted(self.tasks)}")
-        return self
-
-
 # sizes a received model block gives are what frequencies and tables get computed from before any model loads
 # (a head of 10^9 dimensions is 8 GB of them): bounded far above any real model
 Size = Annotated[int, Field(ge=1, le=1 << 16)]
@@ -249,6 +225,38 @@ class Metrics(_Record):
 
 class NamedBlock(_Record):
     name: GroupName
+
+
+class Method(_Record):
+    scores: Scores
+    factors: list[Factor] | None = None
+    scheme: NamedBlock | None = None
+
+    @model_validator(mode="after")
+    def _factors_name_their_scheme(self):
+        """Factors mean nothing without the scheme that turns them into tables (``lpes best`` ships the pair)."""
+        if self.factors is not None and self.scheme is None:
+            raise ValueError("a method holds factors but names no scheme")
+        return self
+
+
+class Results(_Record):
+    """An evaluate folder's ``results.json``."""
+    model: ModelBlock  # the identity ``lpes best`` writes into the factors file it ships
+    tasks: Annotated[dict[str, dict], Field(min_length=1)]
+    methods: Annotated[dict[str, Method], Field(min_length=1)]
+    intervals: dict[str, dict[str, dict[str, Interval]]] = {}
+    run: dict | None = None
+
+    @model_validator(mode="after")
+    def _scores_of_the_tasks(self):
+        """Every method is scored on exactly the recorded tasks (a task name changed in one place would leave a
+        reader looking up scores under a name they do not have)."""
+        for name, method in self.methods.items():
+            if set(method.scores) != set(self.tasks):
+                raise ValueError(f"method {name!r} is scored on tasks {sorted(method.scores)}, the file records "
+                                 f"{sorted(self.tasks)}")
+        return self
 
 
 class FactorsFile(_Record):
