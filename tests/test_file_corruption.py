@@ -127,7 +127,7 @@ def test_a_run_record_whose_layer_count_a_byte_renamed_is_a_damaged_line(ga_run,
         best_candidate(folder)
 
 
-@pytest.mark.parametrize("key, where", [('"scheme"', "names no scheme"), ('"model"', "model")])
+@pytest.mark.parametrize("key, where", [("scheme", "names no scheme"), ("model", "model")])
 def test_a_results_file_whose_scheme_or_model_a_byte_renamed_is_damaged(evaluate_run, tmp_path, key, where):
     """Found by the corruptions above: a renamed "scheme" key in a patched method reached lpes best as a
     KeyError; the model block it copies into the factors file it ships was unchecked the same way."""
@@ -137,8 +137,8 @@ def test_a_results_file_whose_scheme_or_model_a_byte_renamed_is_damaged(evaluate
     path = tmp_path / "results.json"
     results = json.loads(path.read_text())
     patched = next(name for name, method in results["methods"].items() if method["factors"] is not None)
-    target = results["methods"][patched] if key == '"scheme"' else results
-    target[key.strip('"') + "z"] = target.pop(key.strip('"'))
+    target = results["methods"][patched] if key == "scheme" else results
+    target[key + "z"] = target.pop(key)
     path.write_text(json.dumps(results))
     with pytest.raises(LpesError, match=f"results.json is damaged: .*{where}"):
         best_method(tmp_path)
