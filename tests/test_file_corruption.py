@@ -142,3 +142,16 @@ def test_a_results_file_whose_scheme_or_model_a_byte_renamed_is_damaged(evaluate
     path.write_text(json.dumps(results))
     with pytest.raises(LpesError, match=f"results.json is damaged: .*{where}"):
         best_method(tmp_path)
+
+
+def test_a_run_record_whose_optimizer_key_a_byte_renamed_is_one_line(ga_run, tmp_path):
+    """Found by the corruptions above: a flipped byte in the run record's "optimizer" key reached lpes status as
+    omegaconf's ConfigAttributeError."""
+    from lpes_framework.commands.status import status
+
+    folder = tmp_path / "run"
+    shutil.copytree(ga_run[0], folder, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
+    log = folder / "evaluations.jsonl"
+    log.write_text(log.read_text().replace('"optimizer"', '"optimizez"', 1))
+    with pytest.raises(LpesError, match="has no optimizer block"):
+        status(folder)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import LpesError
@@ -29,6 +30,9 @@ def planned_candidates(cfg, run_dir: Path, n_layers: int) -> tuple[int | None, i
     from ..position.curves import build_curve
     from ..optim import build_optimizer
 
+    for group in ("optimizer", "curve"):  # a received record may have lost either block's key
+        if not isinstance(cfg.get(group), Mapping):
+            raise LpesError(f"{run_dir}: the run record's config has no {group} block")
     options = plain(cfg.optimizer)
     if "start" in options:  # a gradient search's start file: the count does not depend on it, and a received
         options["start"] = None  # record never chooses a file to read
