@@ -17,7 +17,7 @@ def make(name, n_layers, low=1.0, high=2.0, monotone=None):
     return build_curve({"name": name, "low": low, "high": high, "monotone": monotone}, n_layers)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(name=st.sampled_from(NAMES), n_layers=st.integers(1, 80), data=st.data(),
        low=st.floats(0.5, 1.0), span=st.floats(0.0, 3.0), monotone=st.sampled_from([None, "increasing", "decreasing"]))
 def test_factors_stay_in_bounds_for_any_genome_and_layer_count(name, n_layers, data, low, span, monotone):
@@ -32,7 +32,7 @@ def test_factors_stay_in_bounds_for_any_genome_and_layer_count(name, n_layers, d
         assert np.all(np.diff(f) <= 1e-12)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(name=st.sampled_from(NAMES), n_layers=st.integers(1, 64), value=st.floats(1.0, 2.0))
 def test_uniform_genome_gives_that_factor_everywhere(name, n_layers, value):
     curve = make(name, n_layers)
@@ -56,7 +56,7 @@ def test_bezier_basis_holds_for_many_control_points():
     assert np.all(np.isfinite(curve.factors(np.linspace(0.5, 3.0, 2000))))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(genes=st.lists(st.floats(0.5, 3.0), min_size=2, max_size=7), n_layers=st.integers(2, 48))
 def test_spline_is_scipys_pchip(genes, n_layers):
     from scipy.interpolate import PchipInterpolator
