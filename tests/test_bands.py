@@ -96,8 +96,10 @@ def test_a_model_without_dimensions_in_a_band_or_a_schedule_of_the_wrong_width_i
         apply_layer_scaling(model, [(1.0, 1.2, 1.0)] * 4, build_scheme({"name": "pi", "bands": [100, 1e6]}))
     with pytest.raises(LpesError, match=re.escape("pos=pi: layer factors of 2 numbers under 1 band(s) (bands None)")):
         apply_layer_scaling(model, [(1.0, 1.2)] * 4, build_scheme({"name": "pi"}))
-    with pytest.raises(LpesError, match="mix band counts"):
+    with pytest.raises(LpesError, match="mix 2-band lists and single numbers"):
         apply_layer_scaling(model, [(1.0, 1.2), 1.0, 1.0, 1.0], build_scheme({"name": "pi", "bands": [100]}))
+    with pytest.raises(LpesError, match="mix 1-band lists and single numbers"):  # width 1 either way, yet ragged
+        apply_layer_scaling(model, [[1.2], 1.0, 1.0, 1.0], build_scheme({"name": "pi"}))
 
 
 def test_a_band_wise_curve_is_one_curve_per_band():

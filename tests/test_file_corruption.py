@@ -155,3 +155,22 @@ def test_a_run_record_whose_optimizer_key_a_byte_renamed_is_one_line(ga_run, tmp
     log.write_text(log.read_text().replace('"optimizer"', '"optimizez"', 1))
     with pytest.raises(LpesError, match="has no optimizer block"):
         status(folder)
+
+
+def test_a_logged_schedule_whose_layer_turned_into_a_list_is_a_damaged_line(ga_run, tmp_path):
+    """Found by the corruptions above with fresh draws: a candidate's factors [1.3, 1.4, [0], 1.5] (one layer
+    made a one-number list) passed the log's schema and reached lpes status's factor table as numpy's
+    ValueError."""
+    from lpes_framework.commands.status import status
+
+    folder = tmp_path / "run"
+    shutil.copytree(ga_run[0], folder, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
+    log = folder / "evaluations.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    index = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "candidate")
+    record = json.loads(lines[index])
+    record["factors"][2] = [record["factors"][2]]
+    lines[index] = json.dumps(record) + "\n"
+    log.write_text("".join(lines))
+    with pytest.raises(LpesError, match=f"line {index + 1} \(candidate\) is damaged: .*mix single factors and band lists"):
+        status(folder)

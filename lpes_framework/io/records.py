@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from ..errors import LpesError
 
@@ -19,6 +19,16 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 Factor = Union[Finite, Annotated[list[Finite], Field(min_length=1)]]
+
+
+def _one_form(factors: list) -> list:
+    # every layer a number, or every one a list of one length: a mix reaches the commands as a ragged table
+    if len({len(f) if isinstance(f, list) else None for f in factors}) > 1:
+        raise ValueError("its layers mix single factors and band lists, or band lists of different lengths")
+    return factors
+
+
+Schedule = Annotated[list[Factor], Field(min_length=1), AfterValidator(_one_form)]
 # a config group's option as a received file names it (the commands compose ``task=<name>``): a plain name,
 # never a path (``../config`` loads another file of the config tree) nor a list or interpolation
 GROUP_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
@@ -90,7 +100,7 @@ class Outcome(_Record):
 class Candidate(_Scored):
     kind: Literal["candidate"]
     genome: list[Finite] | None
-    factors: Annotated[list[Factor], Field(min_length=1)]
+    factors: Schedule
     outcome: Outcome
     same_as: str | None = None
 
@@ -101,7 +111,7 @@ class Step(_Record):
     generation: Count
     restart: Count
     genome: list[Finite]
-    factors: Annotated[list[Factor], Field(min_length=1)]
+    factors: Schedule
     draws: list[Count]
     objective: Finite
     gradient: list[Finite]
@@ -229,7 +239,7 @@ class NamedBlock(_Record):
 
 class Method(_Record):
     scores: Scores
-    factors: list[Factor] | None = None
+    factors: Schedule | None = None
     scheme: NamedBlock | None = None
 
     @model_validator(mode="after")

@@ -92,9 +92,9 @@ def validate_factors(factors: Sequence, n_layers: int) -> list:
         raise LpesError(f"layer factors must be numbers or lists of numbers (one per band): {exc}") from None
     if len(values) != n_layers:
         raise LpesError(f"got {len(values)} factors for a model with {n_layers} decoder layers")
-    widths = {len(v) if isinstance(v, tuple) else 1 for v in values}
-    if len(widths) > 1:
-        raise LpesError(f"layer factors mix band counts {sorted(widths)}: every layer needs as many numbers as bands")
+    forms = {f"{len(v)}-band lists" if isinstance(v, tuple) else "single numbers" for v in values}
+    if len(forms) > 1:  # [1.2, [1.3], 1.5] too: a one-band list is not a number to the code that reads it back
+        raise LpesError(f"layer factors mix {' and '.join(sorted(forms))}: every layer needs as many numbers as bands")
     for i, f in enumerate(values):
         for value in f if isinstance(f, tuple) else (f,):
             check_factor(value, f"factor for layer {i}")
