@@ -14,7 +14,7 @@
 # Then the matrix: bench/transfer.py --general $run/search/best_factors.json.
 set -eo pipefail
 START=${START:-qwen2.5-coder-0.5b}
-run=runs/qwen-general/${RUN:-from-kv}
+run=${RUN_DIR:-runs/qwen-general/${RUN:-from-kv}}  # RUN_DIR: a folder elsewhere (runs/qwen-general-pulls)
 # The run from the KV preset recorded the file where it lay then (docs/runs/...); resume it with that path in
 # MDQA (a link from docs/runs/qwen-transfer to runs/qwen-transfer gives the same file).
 mdqa=${MDQA:-runs/qwen-transfer/mdqa-capitals-20_docs.jsonl.gz}
