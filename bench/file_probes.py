@@ -81,6 +81,8 @@ def log_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
         ("a negative generation", in_record(index, lambda r: r.update(generation=-1)), "generation"),
         ("a gene that is text", in_record(index, lambda r: r.update(genome=["a"] * len(r["genome"]))), "genome"),
         ("no layer factors", in_record(index, lambda r: r.update(factors=[])), "factors"),
+        ("one layer's factor made a one-number list", in_record(index, lambda r: r["factors"].__setitem__(
+            1, [r["factors"][1]])), "mix single factors and band lists"),
         ("an accuracy of 1.5", in_record(index, lambda r: _stats(r).update(accuracy=1.5)), "accuracy"),
         ("negative seconds", in_record(index, lambda r: r.update(seconds=-1)), "seconds"),
         ("an unknown record kind", in_record(index, lambda r: r.update(kind="weird")), "not a search record"),
@@ -133,6 +135,8 @@ def factors_damages() -> list[tuple[str, Callable, str]]:
         ("a factor of 1e300", in_text(lambda r: r["factors"].__setitem__(0, 1e300)), "factors must be finite and in"),
         ("layers of different widths", in_text(lambda r: r.update(factors=[[1.0, 1.1]] + r["factors"][1:])),
          "factors"),
+        ("one layer's factor made a one-number list", in_text(lambda r: r["factors"].__setitem__(
+            1, [r["factors"][1]])), "layer factors mix"),
         ("a scheme without a name", in_text(lambda r: r["scheme"].pop("name")), "'scheme' must be an object"),
         ("bands that are text", in_text(lambda r: r["scheme"].update(bands="x")), "'bands' must be a list"),
         ("a model block of another layer count", in_text(lambda r: r["model"].update(n_layers=3)),
@@ -166,6 +170,9 @@ def results_damages() -> list[tuple[str, Callable, str]]:
         ("a method's accuracy that is text", in_text(lambda r: _stats(next(iter(r["methods"].values()))).update(
             accuracy="x")), "accuracy"),
         ("results without tasks", in_text(lambda r: r.pop("tasks")), "tasks"),
+        ("results without the model block lpes best copies", in_text(lambda r: r.pop("model")), "model"),
+        ("a patched method naming no scheme", in_text(lambda r: next(
+            m for m in r["methods"].values() if m["factors"] is not None).pop("scheme")), "names no scheme"),
         ("an interval bound that is text", in_text(lambda r: next(iter(next(iter(next(iter(
             r["intervals"].values())).values())).values())).update(low="x")), "low"),
         ("results cut short", lambda text: text[: len(text) // 2], "corrupted"),

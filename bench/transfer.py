@@ -5,7 +5,9 @@ columns are held-out tasks x lengths on Qwen2.5-Coder-0.5B's test split. Per cel
 (exact match, teacher-forced) and the gold log-prob per token, each as the method minus unpatched with a 95%
 paired bootstrap interval over haystacks (``evaluation.stats``). Each column is an evaluate folder under
 ``--out``: methods already scored there are reused, so the matrix grows across runs and sessions
-(``--columns`` and ``--methods`` score a part). A heat map (methods x columns, colour = log-prob delta, * where
+(``--columns`` and ``--methods`` score a part; ``--report`` scores nothing and puts together what the columns'
+rows.jsonl hold, the whole matrix so far, found as a scoring would reuse it, with a blank cell where a method is
+not scored on all of a column's haystacks). A heat map (methods x columns, colour = log-prob delta, * where
 its interval excludes 0) goes to ``--out/transfer.png``. Each column's cost is read from what its scorings recorded
 (seconds a sample on their worker), with the matrix's cost from scratch on this machine. Last line, for the summarised row (``--row``; the
 general preset, or the key-value preset until it exists):
@@ -56,11 +58,10 @@ def methods(general: str | None, also: dict[str, str] | None = None) -> dict[str
     return rows | (also or {})
 
 
-def score_column(name: str, rows: dict[str, str | None], out: Path, threads: int, haystacks: int | None) -> dict:
-    """The evaluate payload of one column (its rows included), scoring only what ``out`` lacks."""
+def column_config(name: str, rows: dict[str, str | None], threads: int, haystacks: int | None):
+    """The evaluate config of one column and its rows."""
     from omegaconf import open_dict
 
-    from lpes_framework.compare.run import run_evaluate
     from lpes_framework.config import compose_config
     from lpes_framework.model.factors_file import load_factors
 
@@ -75,19 +76,27 @@ def score_column(name: str, rows: dict[str, str | None], out: Path, threads: int
                                       f"methods.factors_files=[{','.join(files)}]"])
     with open_dict(cfg):
         cfg.pos.merge_with(load_factors(KV_PRESET)["scheme"])  # the preset's bands (a uniform factor ignores them)
-    return run_evaluate(cfg, out / name)
+    return cfg
 
 
-def cell(a, b, metric: str):
-    """(delta, low, high) of ``a`` minus ``b`` over all positions: exact match in points, or the gold log-prob
-    per token in nats."""
+def column_cells(per_method: dict[str, dict[str, list]], evaluated: dict[str, str]) -> dict[str, tuple]:
+    """Row label -> (exact match over all positions in points, gold log-prob per token in nats, exact match over
+    the middle positions), each (delta, low, high) against unpatched on the samples both scored; for the labels
+    whose method (``evaluated``: label -> evaluate's name) has rows in ``per_method`` (name -> task -> rows)."""
+    from lpes_framework.evaluation.results import paired
     from lpes_framework.evaluation.stats import logprob_bootstrap, paired_bootstrap
+    from lpes_framework.tasks.base import WHOLE_TEXT
 
-    if metric == "logprob":
-        i = logprob_bootstrap(a, b)
-    else:  # every position as one: the task's metric over the whole column
-        i = paired_bootstrap([replace(r, position=0) for r in a], [replace(r, position=0) for r in b])["0"]
-    return i.delta, i.low, i.high
+    base = per_method["unpatched"]
+    task = next(t for t, rows in base.items() if rows and rows[0].position != WHOLE_TEXT)  # not the perplexity
+    cells = {}
+    for label, method in evaluated.items():
+        if label != "unpatched" and task in per_method.get(method, {}):
+            a, b = paired(per_method[method][task], base[task])
+            whole = paired_bootstrap([replace(r, position=0) for r in a], [replace(r, position=0) for r in b])["0"]
+            cells[label] = tuple((i.delta, i.low, i.high) for i in (whole, logprob_bootstrap(a, b),
+                                                                    paired_bootstrap(a, b)["middle"]))
+    return cells
 
 
 def main() -> None:
@@ -103,10 +112,13 @@ def main() -> None:
                              "search/best_factors.json'; plugin schemes need their package installed)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40)")
+    parser.add_argument("--report", action="store_true", help="score nothing: the matrix of the rows already "
+                        "in the columns' rows.jsonl (a blank where a method lacks some; columns without one left out)")
     args = parser.parse_args()
 
-    from lpes_framework.model.factors_file import is_preset
     from lpes_framework.compare.methods import file_method_names
+    from lpes_framework.compare.run import run_evaluate, scored_rows
+    from lpes_framework.model.factors_file import is_preset
 
     general = args.general or (GENERAL_PRESET if is_preset(GENERAL_PRESET) else None)
     also = dict(item.split("=", 1) for item in args.also if "=" in item)
@@ -120,23 +132,26 @@ def main() -> None:
         rows = {k: v for k, v in rows.items() if k in args.methods or k == "unpatched"}
     names = file_method_names([f for f in rows.values() if f]) | {None: None}
     evaluated = {label: (names[f] if f else label) for label, f in rows.items()}  # label -> evaluate's method name
-    table: dict[str, dict[str, tuple]] = {}
+    table: dict[str, dict[str, tuple]] = {label: {} for label in evaluated if label != "unpatched"}
     costs = {}
-    for column in args.columns:
-        payload = score_column(column, rows, args.out, args.threads, args.haystacks)
-        costs[column] = column_cost(args.out / column, payload)
-        task = next(iter(payload["tasks"]))
-        base = payload["rows"]["unpatched"][task]
-        for label, method in evaluated.items():
-            if label != "unpatched":
-                mine = payload["rows"][method][task]
-                middle = payload["intervals"].get(f"{method} - unpatched", {}).get(task, {}).get("middle")
-                table.setdefault(label, {})[column] = (cell(mine, base, "exact"), cell(mine, base, "logprob"), middle)
+    columns = [c for c in args.columns if (args.out / c / "rows.jsonl").exists()] if args.report else args.columns
+    for column in columns:
+        cfg = column_config(column, rows, args.threads, args.haystacks)
+        if args.report:  # the rows a scoring would reuse, found by their methods' keys
+            per_method = scored_rows(cfg, args.out / column)
+        else:
+            per_method = run_evaluate(cfg, args.out / column)["rows"]
+        if "unpatched" not in per_method:
+            raise SystemExit(f"error: {args.out / column} holds no unpatched rows to compare with")
+        costs[column] = column_cost(args.out / column, per_method["unpatched"])
+        for label, cells in column_cells(per_method, evaluated).items():
+            table[label][column] = cells
     report_cost(costs, len(rows))
-    report(table, args.columns, args.out, args.row or ("general preset" if general else "KV preset"))
+    report({label: cells for label, cells in table.items() if cells}, columns, args.out,
+           args.row or ("general preset" if general else "KV preset"))
 
 
-def column_cost(folder: Path, payload: dict) -> tuple[float | None, int]:
+def column_cost(folder: Path, unpatched: dict[str, list]) -> tuple[float | None, int]:
     """(seconds a sample, samples a method) of one column: the mean over the scorings its rows.jsonl
     recorded the cost of (rows written before costs were recorded count for nothing), and a whole row's
     samples, so that a column's cost from scratch is their product times the methods."""
@@ -144,7 +159,7 @@ def column_cost(folder: Path, payload: dict) -> tuple[float | None, int]:
 
     rates = [r["cost"]["seconds"] / r["cost"]["samples"] for r in read_rows(folder / "rows.jsonl")
              if (r.get("cost") or {}).get("samples")]
-    samples = sum(len(rows) for rows in payload["rows"]["unpatched"].values())
+    samples = sum(len(rows) for rows in unpatched.values())
     return (sum(rates) / len(rates) if rates else None), samples
 
 
@@ -160,24 +175,29 @@ def report_cost(costs: dict[str, tuple[float | None, int]], methods: int) -> Non
 
 
 def report(table: dict, columns: list[str], out: Path, row: str) -> None:
+    """The matrix printed (a blank where a method has no rows in a column), its heat map, and the last line over
+    the columns the summarised row has."""
     print(f"{'method':22}" + "".join(f"{c:>30}" for c in columns))
+    def shown(cells, column, k, digits):
+        if column not in cells:
+            return ""
+        d, lo, hi = cells[column][k]
+        return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
     for label, cells in table.items():
         for k, unit in ((0, "exact points"), (1, "log-prob/token")):
-            digits = 1 if k == 0 else 3
-            print(f"{label[:14] + ' ' + unit[:7]:22}" + "".join(
-                f"{f'{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]':>30}"
-                for d, lo, hi in (cells[c][k] for c in columns)))
+            print(f"{label[:14] + ' ' + unit[:7]:22}" + "".join(f"{shown(cells, c, k, 1 if k == 0 else 3):>30}"
+                                                                for c in columns))
     heat_map(table, columns, out / "transfer.png")
     if row not in table:
         raise SystemExit(f"error: no row '{row}' to summarise")
-    logprob = [table[row][c][1] for c in columns]
+    logprob = [cells[1] for cells in table[row].values()]
     harmed = sum(hi < 0 for _, _, hi in logprob)
     helped = sum(lo > 0 for _, lo, _ in logprob)
     mean = sum(d for d, _, _ in logprob) / len(logprob)
-    kv = table[row].get("kv-1k", (None, None, None))[2]
-    gain, low = (kv["delta"], kv["low"]) if kv else (float("nan"), float("nan"))
+    gain, low, _ = table[row].get("kv-1k", (None, None, (float("nan"),) * 3))[2]
     print(f"summarised row: {row}")
-    print(f"columns={len(columns)} harmed={harmed} helped={helped} mean_delta={mean:.4f} "
+    print(f"columns={len(logprob)} harmed={harmed} helped={helped} mean_delta={mean:.4f} "
           f"kv_middle_gain={gain:.2f} kv_ci_low={low:.2f}")
 
 
@@ -189,12 +209,14 @@ def heat_map(table: dict, columns: list[str], path: Path) -> None:
     import numpy as np
 
     labels = list(table)
-    delta = np.array([[table[m][c][1][0] for c in columns] for m in labels])
-    limit = max(np.abs(delta).max(), 1e-3)
+    delta = np.array([[table[m][c][1][0] if c in table[m] else np.nan for c in columns] for m in labels])
+    limit = max(np.nanmax(np.abs(delta)), 1e-3)
     fig, ax = plt.subplots(figsize=(1.1 * len(columns) + 3, 0.6 * len(labels) + 2))
     image = ax.imshow(delta, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
     for i, m in enumerate(labels):
         for j, c in enumerate(columns):
+            if c not in table[m]:
+                continue
             d, lo, hi = table[m][c][1]
             ax.text(j, i, f"{d:+.3f}{'*' if lo > 0 or hi < 0 else ''}", ha="center", va="center", fontsize=7)
     ax.set_xticks(range(len(columns)), columns, rotation=45, ha="right")

@@ -163,3 +163,21 @@ def test_evaluate_returns_each_methods_own_rows_whatever_else_in_rows_jsonl_has_
     JsonLog(tmp_path / "rows.jsonl").append({"key": "0" * 40, "method": name, "rows": rows_to_json(other)})
     again = run_evaluate(cfg, tmp_path)
     assert again["rows"] == first["rows"] and again["methods"][name]["scores"] == first["methods"][name]["scores"]
+
+
+def test_scored_rows_finds_what_a_resume_would_reuse_and_scores_nothing(tmp_path, monkeypatch):
+    """bench/transfer.py --report: the matrix so far from rows.jsonl, each method found by its key (whatever name
+    it was scored under), a method scored on fewer haystacks than asked left out, no model loaded."""
+    from lpes_framework.compare import run
+    from lpes_framework.config import compose_config
+
+    scored = run.run_evaluate(compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]"]), tmp_path)
+    monkeypatch.setattr(run, "LocalExecutor", None)  # loading a model here would fail the test
+    asked = compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5,2.0]"])
+    assert run.scored_rows(asked, tmp_path) == {name: scored["rows"][name] for name in ("unpatched", "uniform rope 1.5")}
+    more = compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]", "task.samples_per_position=3"])
+    assert run.scored_rows(more, tmp_path) == {}
+    fewer = compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]", "task.samples_per_position=1"])
+    assert {name: [r.draw for r in rows["kv_retrieval"]] for name, rows in run.scored_rows(fewer, tmp_path).items()} == {
+        "unpatched": [0, 0, 0], "uniform rope 1.5": [0, 0, 0]}
+    assert run.scored_rows(asked, tmp_path / "nothing") == {}

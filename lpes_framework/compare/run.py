@@ -36,13 +36,7 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
     plot; returns results.json's payload plus ``rows``: each method's per-sample rows by task, the very rows
     its scores were made from (a caller that analyses rows takes these, not a lookup by name), and ``comparison``
 (those rows with their intervals)."""
-    prepare(cfg)
-    info = identify(cfg.model)
-    scheme_cfg = resolve_bands(plain(cfg.pos), info)
-    scheme = build_scheme(scheme_cfg)
-    tasks = build_tasks(cfg)
-    check_scheme_for(scheme, info)
-    methods = plan_methods(cfg, scheme_cfg, info)
+    info, tasks, methods = _plan(cfg)
     sample_sets = encode_splits(cfg, tasks, [cfg.split], info=info)  # prompts checked before any weights load
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = RunSpec(command="evaluate", config=plain(cfg), model=info.as_dict())
@@ -50,20 +44,52 @@ def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
         return _score_methods(cfg, out_dir, tasks, methods, sample_sets, spec)
 
 
+def _plan(cfg: DictConfig) -> tuple:
+    """(the model's identity, the tasks, the methods), all checked from configs alone."""
+    prepare(cfg)
+    info = identify(cfg.model)
+    scheme_cfg = resolve_bands(plain(cfg.pos), info)
+    check_scheme_for(build_scheme(scheme_cfg), info)
+    tasks = build_tasks(cfg)
+    return info, tasks, plan_methods(cfg, scheme_cfg, info)
+
+
+def scored_rows(cfg: DictConfig, out_dir: Path) -> dict[str, dict[str, list]]:
+    """What an evaluate of ``cfg`` would reuse from ``out_dir``'s rows.jsonl, scoring nothing and loading no
+    weights: method name -> task -> rows, for the methods scored on every sample ``cfg`` asks for (found by
+    their key, whatever name they were scored under)."""
+    info, tasks, methods = _plan(cfg)
+    counts = {k: t.samples_per_position for k, t in tasks.items()}
+    log = JsonLog(out_dir / "rows.jsonl")
+    done = _reusable(log, tasks, _jobs(methods), scoring_regime(cfg, tasks, cfg.split)) if log.exists() else {}
+    return {name: rows for name, rows in done.items()
+            if rows and all(len({r.draw for r in rows.get(task, [])}) == n for task, n in counts.items())}
+
+
+def _jobs(methods: dict) -> dict:
+    return {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
+
+
+def _reusable(log: JsonLog, tasks: dict, jobs: dict, regime: dict) -> dict[str, dict[str, list]]:
+    """Each method's rows already in ``log`` (``rows.scored_before``), by its key."""
+    prior = [(record["key"], rows_from_json(record["rows"])) for record in read_rows(log.path)
+             if record.get("kind") != KEY]
+    counts = {k: t.samples_per_position for k, t in tasks.items()}
+    return {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, regime, n))
+            for name, job in jobs.items()}
+
+
 def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, sample_sets: dict,
                    spec: RunSpec) -> dict:
     log = JsonLog(out_dir / "rows.jsonl")
     if log.exists() and not cfg.resume:
         raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
-    prior = [(record["key"], rows_from_json(record["rows"])) for record in (read_rows(log.path) if cfg.resume else [])
-             if record.get("kind") != KEY]
+    jobs = _jobs(methods)
+    regime = scoring_regime(cfg, tasks, cfg.split)
+    done = _reusable(log, tasks, jobs, regime) if cfg.resume and log.exists() else {name: {} for name in jobs}
     log.repair()  # a line a kill cut short is dropped before this run's records follow
     log.append(spec.record())  # each run's own record: a resume may score more samples or methods
-    jobs = {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
     counts = {k: t.samples_per_position for k, t in tasks.items()}
-    regime = scoring_regime(cfg, tasks, cfg.split)
-    done = {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, regime, n))
-            for name, job in jobs.items()}
     parts: dict[tuple, list[str]] = {}  # methods that miss the same draws: scored on one sample set of those
     for name, rows in done.items():
         scored = tuple(sorted((task, frozenset(r.draw for r in per)) for task, per in rows.items()))
