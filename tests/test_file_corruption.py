@@ -4,6 +4,7 @@ project's one-line error from the commands that read them, and never change the 
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -114,17 +115,26 @@ def test_a_row_whose_position_changed_kind_is_a_damaged_line(evaluate_run, tmp_p
         logged_rows(tmp_path)
 
 
-def test_a_run_record_whose_layer_count_a_byte_renamed_is_a_damaged_line(ga_run, tmp_path):
-    """Found by the corruptions above: a flipped byte in the run record's "n_layers" key reached lpes factors'
-    curve as a KeyError."""
-    from lpes_framework.compare.best import best_candidate
-
+def _run_copy(ga_run, tmp_path) -> Path:
     folder = tmp_path / "run"
     shutil.copytree(ga_run[0], folder, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
+    return folder
+
+
+@pytest.mark.parametrize("key, reader, words", [
+    ("n_layers", "best_candidate", "gives no layer count"),  # reached lpes factors' curve as a KeyError
+    ("optimizer", "status", "has no optimizer block"),  # reached lpes status as omegaconf's ConfigAttributeError
+])
+def test_a_run_record_whose_key_a_byte_renamed_is_one_line(ga_run, tmp_path, key, reader, words):
+    """Found by the corruptions above: a flipped byte in a key of the run record (the log's first line)."""
+    from lpes_framework.commands.status import status
+    from lpes_framework.compare.best import best_candidate
+
+    folder = _run_copy(ga_run, tmp_path)
     log = folder / "evaluations.jsonl"
-    log.write_text(log.read_text().replace('"n_layers"', '"n_layerz"', 1))
-    with pytest.raises(LpesError, match="gives no layer count"):
-        best_candidate(folder)
+    log.write_text(log.read_text().replace(f'"{key}"', f'"{key[:-1]}z"', 1))
+    with pytest.raises(LpesError, match=words):
+        {"best_candidate": best_candidate, "status": status}[reader](folder)
 
 
 @pytest.mark.parametrize("key, where", [("scheme", "names no scheme"), ("model", "model")])
@@ -144,28 +154,13 @@ def test_a_results_file_whose_scheme_or_model_a_byte_renamed_is_damaged(evaluate
         best_method(tmp_path)
 
 
-def test_a_run_record_whose_optimizer_key_a_byte_renamed_is_one_line(ga_run, tmp_path):
-    """Found by the corruptions above: a flipped byte in the run record's "optimizer" key reached lpes status as
-    omegaconf's ConfigAttributeError."""
-    from lpes_framework.commands.status import status
-
-    folder = tmp_path / "run"
-    shutil.copytree(ga_run[0], folder, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
-    log = folder / "evaluations.jsonl"
-    log.write_text(log.read_text().replace('"optimizer"', '"optimizez"', 1))
-    with pytest.raises(LpesError, match="has no optimizer block"):
-        status(folder)
-
-
 def test_a_logged_schedule_whose_layer_turned_into_a_list_is_a_damaged_line(ga_run, tmp_path):
     """Found by the corruptions above with fresh draws: a candidate's factors [1.3, 1.4, [0], 1.5] (one layer
     made a one-number list) passed the log's schema and reached lpes status's factor table as numpy's
     ValueError."""
     from lpes_framework.commands.status import status
 
-    folder = tmp_path / "run"
-    shutil.copytree(ga_run[0], folder, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
-    log = folder / "evaluations.jsonl"
+    log = _run_copy(ga_run, tmp_path) / "evaluations.jsonl"
     lines = log.read_text().splitlines(keepends=True)
     index = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "candidate")
     record = json.loads(lines[index])
@@ -173,4 +168,4 @@ def test_a_logged_schedule_whose_layer_turned_into_a_list_is_a_damaged_line(ga_r
     lines[index] = json.dumps(record) + "\n"
     log.write_text("".join(lines))
     with pytest.raises(LpesError, match=f"line {index + 1} \(candidate\) is damaged: .*mix single factors and band lists"):
-        status(folder)
+        status(log.parent)
