@@ -37,7 +37,8 @@ def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the interval holds p; at p = 1 (or 0) rounding put its bound a hair inside (n = 4: 0.9999999999999999)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def summarise(rows: list[ScoreRow]) -> PositionStats:

@@ -31,7 +31,9 @@ def plot_by_position(methods: Mapping[str, Scores], path: Path, title: str = "")
             xs = list(per_pos)
             x = [float(p) if p.lstrip("-").isdigit() else i for i, p in enumerate(xs)]
             acc = [per_pos[p].accuracy for p in xs]
-            err = [[a - per_pos[p].ci_low for a, p in zip(acc, xs)], [per_pos[p].ci_high - a for a, p in zip(acc, xs)]]
+            # a bar below 0 stops matplotlib: a results file from elsewhere may hold an interval that misses its point
+            err = [[max(0.0, a - per_pos[p].ci_low) for a, p in zip(acc, xs)],
+                   [max(0.0, per_pos[p].ci_high - a) for a, p in zip(acc, xs)]]
             axes[0][col].errorbar(x, acc, yerr=err, marker="o", capsize=3, label=method)
             axes[1][col].plot(x, [per_pos[p].logprob for p in xs], marker="o", label=method)
         axes[0][col].set(title=f"{task}: exact match", ylabel="accuracy", ylim=(-0.05, 1.05))
