@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
+from lpes_framework.commands.cli import one_line_errors
 
 RUN = Path("runs/transfer")
 KV_PRESET = "qwen2.5-coder-0.5b"  # the band-wise KV preset the matrix and the general search started from
@@ -99,6 +100,7 @@ def column_cells(per_method: dict[str, dict[str, list]], evaluated: dict[str, st
     return cells
 
 
+@one_line_errors  # a damaged or crafted rows.jsonl under --out is one line, as in the lpes commands
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=RUN)
@@ -135,6 +137,8 @@ def main() -> None:
     table: dict[str, dict[str, tuple]] = {label: {} for label in evaluated if label != "unpatched"}
     costs = {}
     columns = [c for c in args.columns if (args.out / c / "rows.jsonl").exists()] if args.report else args.columns
+    if not columns:
+        raise SystemExit(f"error: no column under {args.out} holds a rows.jsonl to report")
     for column in columns:
         cfg = column_config(column, rows, args.threads, args.haystacks)
         if args.report:  # the rows a scoring would reuse, found by their methods' keys
@@ -177,13 +181,13 @@ def report_cost(costs: dict[str, tuple[float | None, int]], methods: int) -> Non
 def report(table: dict, columns: list[str], out: Path, row: str) -> None:
     """The matrix printed (a blank where a method has no rows in a column), its heat map, and the last line over
     the columns the summarised row has."""
-    print(f"{'method':22}" + "".join(f"{c:>30}" for c in columns))
     def shown(cells, column, k, digits):
         if column not in cells:
             return ""
         d, lo, hi = cells[column][k]
         return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
+    print(f"{'method':22}" + "".join(f"{c:>30}" for c in columns))
     for label, cells in table.items():
         for k, unit in ((0, "exact points"), (1, "log-prob/token")):
             print(f"{label[:14] + ' ' + unit[:7]:22}" + "".join(f"{shown(cells, c, k, 1 if k == 0 else 3):>30}"

@@ -59,11 +59,15 @@ def scored_rows(cfg: DictConfig, out_dir: Path) -> dict[str, dict[str, list]]:
     weights: method name -> task -> rows, for the methods scored on every sample ``cfg`` asks for (found by
     their key, whatever name they were scored under)."""
     info, tasks, methods = _plan(cfg)
-    counts = {k: t.samples_per_position for k, t in tasks.items()}
+    counts = _counts(tasks)
     log = JsonLog(out_dir / "rows.jsonl")
     done = _reusable(log, tasks, _jobs(methods), scoring_regime(cfg, tasks, cfg.split)) if log.exists() else {}
     return {name: rows for name, rows in done.items()
             if rows and all(len({r.draw for r in rows.get(task, [])}) == n for task, n in counts.items())}
+
+
+def _counts(tasks: dict) -> dict[str, int]:
+    return {k: t.samples_per_position for k, t in tasks.items()}
 
 
 def _jobs(methods: dict) -> dict:
@@ -74,8 +78,7 @@ def _reusable(log: JsonLog, tasks: dict, jobs: dict, regime: dict) -> dict[str, 
     """Each method's rows already in ``log`` (``rows.scored_before``), by its key."""
     prior = [(record["key"], rows_from_json(record["rows"])) for record in read_rows(log.path)
              if record.get("kind") != KEY]
-    counts = {k: t.samples_per_position for k, t in tasks.items()}
-    return {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, regime, n))
+    return {name: scored_before(prior, _counts(tasks), lambda n, job=job: method_key(*job, regime, n))
             for name, job in jobs.items()}
 
 
@@ -89,7 +92,7 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     done = _reusable(log, tasks, jobs, regime) if cfg.resume and log.exists() else {name: {} for name in jobs}
     log.repair()  # a line a kill cut short is dropped before this run's records follow
     log.append(spec.record())  # each run's own record: a resume may score more samples or methods
-    counts = {k: t.samples_per_position for k, t in tasks.items()}
+    counts = _counts(tasks)
     parts: dict[tuple, list[str]] = {}  # methods that miss the same draws: scored on one sample set of those
     for name, rows in done.items():
         scored = tuple(sorted((task, frozenset(r.draw for r in per)) for task, per in rows.items()))
