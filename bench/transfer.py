@@ -136,17 +136,23 @@ def main() -> None:
     evaluated = {label: (names[f] if f else label) for label, f in rows.items()}  # label -> evaluate's method name
     table: dict[str, dict[str, tuple]] = {label: {} for label in evaluated if label != "unpatched"}
     costs = {}
-    columns = [c for c in args.columns if (args.out / c / "rows.jsonl").exists()] if args.report else args.columns
-    if not columns:
+    listed = [c for c in args.columns if (args.out / c / "rows.jsonl").exists()] if args.report else args.columns
+    if not listed:
         raise SystemExit(f"error: no column under {args.out} holds a rows.jsonl to report")
-    for column in columns:
+    columns = []
+    for column in listed:
         cfg = column_config(column, rows, args.threads, args.haystacks)
         if args.report:  # the rows a scoring would reuse, found by their methods' keys
             per_method = scored_rows(cfg, args.out / column)
         else:
             per_method = run_evaluate(cfg, args.out / column)["rows"]
         if "unpatched" not in per_method:
-            raise SystemExit(f"error: {args.out / column} holds no unpatched rows to compare with")
+            if not args.report:
+                raise SystemExit(f"error: {args.out / column} holds no unpatched rows to compare with")
+            # a column still being scored: the rest of the matrix stands without it
+            print(f"left out {column}: its unpatched row is not scored on all its haystacks yet")
+            continue
+        columns.append(column)
         costs[column] = column_cost(args.out / column, per_method["unpatched"])
         for label, cells in column_cells(per_method, evaluated).items():
             table[label][column] = cells
