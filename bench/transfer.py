@@ -228,7 +228,8 @@ def heat_map(table: dict, columns: list[str], path: Path) -> None:
             if c not in table[m]:
                 continue
             d, lo, hi = table[m][c][1]
-            ax.text(j, i, f"{d:+.3f}{'*' if lo > 0 or hi < 0 else ''}", ha="center", va="center", fontsize=7)
+            ax.text(j, i, f"{d:+.3f}{'*' if lo > 0 or hi < 0 else ''}", ha="center", va="center", fontsize=7,
+                    color="white" if abs(d) > 0.6 * limit else "black")  # legible on the darkest cells
     ax.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
     ax.set_yticks(range(len(labels)), labels)
     fig.colorbar(image, label="gold log-prob per token vs unpatched (nats)")
