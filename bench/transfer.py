@@ -156,9 +156,13 @@ def main() -> None:
         costs[column] = column_cost(args.out / column, per_method["unpatched"])
         for label, cells in column_cells(per_method, evaluated).items():
             table[label][column] = cells
+    if not columns:
+        raise SystemExit(f"error: no column under {args.out} has its unpatched row scored yet")
+    scored = {label: cells for label, cells in table.items() if cells}
+    if not scored:
+        raise SystemExit(f"error: no method but unpatched is scored on all of a column's haystacks under {args.out}")
     report_cost(costs, len(rows))
-    report({label: cells for label, cells in table.items() if cells}, columns, args.out,
-           args.row or ("general preset" if general else "KV preset"))
+    report(scored, columns, args.out, args.row or ("general preset" if general else "KV preset"))
 
 
 def column_cost(folder: Path, unpatched: dict[str, list]) -> tuple[float | None, int]:
