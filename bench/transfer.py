@@ -137,8 +137,6 @@ def main() -> None:
     table: dict[str, dict[str, tuple]] = {label: {} for label in evaluated if label != "unpatched"}
     costs = {}
     listed = [c for c in args.columns if (args.out / c / "rows.jsonl").exists()] if args.report else args.columns
-    if not listed:
-        raise SystemExit(f"error: no column under {args.out} holds a rows.jsonl to report")
     columns = []
     for column in listed:
         cfg = column_config(column, rows, args.threads, args.haystacks)
@@ -157,7 +155,8 @@ def main() -> None:
         for label, cells in column_cells(per_method, evaluated).items():
             table[label][column] = cells
     if not columns:
-        raise SystemExit(f"error: no column under {args.out} has its unpatched row scored yet")
+        raise SystemExit(f"error: no column under {args.out} to report: none holds an unpatched row scored on all "
+                         "its haystacks")
     scored = {label: cells for label, cells in table.items() if cells}
     if not scored:
         raise SystemExit(f"error: no method but unpatched is scored on all of a column's haystacks under {args.out}")

@@ -61,7 +61,7 @@ def scored_rows(cfg: DictConfig, out_dir: Path) -> dict[str, dict[str, list]]:
     info, tasks, methods = _plan(cfg)
     counts = _counts(tasks)
     log = JsonLog(out_dir / "rows.jsonl")
-    done = _reusable(log, tasks, _jobs(methods), scoring_regime(cfg, tasks, cfg.split)) if log.exists() else {}
+    done = _reusable(log, counts, _jobs(methods), scoring_regime(cfg, tasks, cfg.split)) if log.exists() else {}
     return {name: rows for name, rows in done.items()
             if rows and all(len({r.draw for r in rows.get(task, [])}) == n for task, n in counts.items())}
 
@@ -74,11 +74,12 @@ def _jobs(methods: dict) -> dict:
     return {name: (f, None if f is None else s) for name, (f, s) in methods.items()}
 
 
-def _reusable(log: JsonLog, tasks: dict, jobs: dict, regime: dict) -> dict[str, dict[str, list]]:
-    """Each method's rows already in ``log`` (``rows.scored_before``), by its key."""
+def _reusable(log: JsonLog, counts: dict[str, int], jobs: dict, regime: dict) -> dict[str, dict[str, list]]:
+    """Each method's rows already in ``log`` (``rows.scored_before``), by its key; ``counts``: task -> samples a
+    position asked for."""
     prior = [(record["key"], rows_from_json(record["rows"])) for record in read_rows(log.path)
              if record.get("kind") != KEY]
-    return {name: scored_before(prior, _counts(tasks), lambda n, job=job: method_key(*job, regime, n))
+    return {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, regime, n))
             for name, job in jobs.items()}
 
 
@@ -89,10 +90,10 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
         raise LpesError(f"{out_dir} already holds scored methods (rows.jsonl); pass resume=true to reuse them")
     jobs = _jobs(methods)
     regime = scoring_regime(cfg, tasks, cfg.split)
-    done = _reusable(log, tasks, jobs, regime) if cfg.resume and log.exists() else {name: {} for name in jobs}
+    counts = _counts(tasks)
+    done = _reusable(log, counts, jobs, regime) if cfg.resume and log.exists() else {name: {} for name in jobs}
     log.repair()  # a line a kill cut short is dropped before this run's records follow
     log.append(spec.record())  # each run's own record: a resume may score more samples or methods
-    counts = _counts(tasks)
     parts: dict[tuple, list[str]] = {}  # methods that miss the same draws: scored on one sample set of those
     for name, rows in done.items():
         scored = tuple(sorted((task, frozenset(r.draw for r in per)) for task, per in rows.items()))
