@@ -1,6 +1,7 @@
 """Factors files and saved patched models round-trip; corrupted files are one-line errors."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -141,6 +142,39 @@ def test_a_damaged_model_cache_is_detected_and_removed_with_a_line(tmp_path, cap
     assert not cache_intact(folder) and not folder.exists()  # removed, so the next load converts again
     assert capsys.readouterr().err.strip().splitlines()[-1] == (f"lpes: the model cache {folder} is damaged (model.safetensors is "
                                                                "missing or has the wrong size); rebuilding it from the GGUF file")
+
+
+def test_two_loads_of_one_new_gguf_convert_it_once(tmp_path, monkeypatch):
+    """The second load waits on the first's lock, then reads its cache: it never converts again and swaps a
+    second copy in under a reader (a CI run lost an lm-eval test to that race between two test workers)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from transformers import AutoModelForCausalLM
+
+    from lpes_framework.model import load
+    from lpes_framework.model.spec import ModelSpec
+
+    monkeypatch.setenv("LPES_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "tiny.gguf").write_bytes(b"stands in for a GGUF file")  # only its path, size and mtime are read
+    real_source, real_load, conversions = load._from_source, AutoModelForCausalLM.from_pretrained, []
+
+    def from_source(loader, source, gguf_file=None, **options):
+        return tiny_model("llama").config if gguf_file else real_source(loader, source, **options)
+
+    def from_pretrained(source, gguf_file=None, **options):
+        if not gguf_file:
+            return real_load(source, **options)
+        conversions.append(source)
+        time.sleep(0.5)  # a conversion takes a while: long enough for the other load to arrive
+        return tiny_model("llama")
+
+    monkeypatch.setattr(load, "_from_source", from_source)
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", from_pretrained)
+    spec = ModelSpec(name="tiny", name_or_path=str(tmp_path), gguf_file="tiny.gguf", embedded=None, dtype="float32",
+                     device="cpu", attn_implementation="sdpa", trust_remote_code=False)
+    with ThreadPoolExecutor(2) as pool:
+        models = [f.result()[0] for f in [pool.submit(load.load_model, spec, object()) for _ in range(2)]]
+    assert len(conversions) == 1
+    assert all(torch.equal(a, b) for a, b in zip(models[0].state_dict().values(), models[1].state_dict().values()))
 
 
 def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):

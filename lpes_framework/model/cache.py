@@ -10,8 +10,11 @@ import json
 import os
 import shutil
 import sys
+from contextlib import nullcontext
 from importlib import metadata
 from pathlib import Path
+
+from filelock import FileLock
 
 from ..errors import LpesError
 from ..io.atomic import atomic_file, file_digest, replace_folder
@@ -56,6 +59,17 @@ def converted_folder(gguf_dir: str, gguf_file: str, part: str) -> Path:
     stat = gguf.stat()
     tag = hashlib.sha1(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
     return cache_dir() / "converted" / f"{gguf.stem}-{tag}" / part
+
+
+def converting(gguf_dir: str, gguf_file: str | None):
+    """Held while a process reads or builds the converted copies of one GGUF file. Without it, two processes
+    that both found no cache converted it twice, and the second swapped its folder in (removing the first's
+    files) while the first was still reading them."""
+    if not gguf_file:
+        return nullcontext()
+    folder = converted_folder(gguf_dir, gguf_file, "model").parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(f"{folder}.lock")
 
 
 def save_dequantised(model, path) -> None:

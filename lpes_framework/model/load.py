@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from ..hf import text_config
-from .cache import cache_intact, converted_folder, embedded_gguf, save_to_cache
+from .cache import cache_intact, converted_folder, converting, embedded_gguf, save_to_cache
 from .info import ModelInfo, identify_loaded, label, model_info
 from .spec import ModelSpec
 
@@ -106,13 +106,14 @@ def load_tokenizer(cfg):
     spec = ModelSpec.of(cfg)
     source, gguf_file = resolve_source(spec)
     cached = converted_folder(source, gguf_file, "tokenizer") if gguf_file else None
-    if cached is not None and cache_intact(cached, hashes=True):
-        return AutoTokenizer.from_pretrained(cached)
-    tok = _from_source(AutoTokenizer, source, gguf_file=gguf_file, trust_remote_code=spec.trust_remote_code)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    if cached is not None:
-        save_to_cache(tok, cached)
+    with converting(source, gguf_file):
+        if cached is not None and cache_intact(cached, hashes=True):
+            return AutoTokenizer.from_pretrained(cached)
+        tok = _from_source(AutoTokenizer, source, gguf_file=gguf_file, trust_remote_code=spec.trust_remote_code)
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        if cached is not None:
+            save_to_cache(tok, cached)
     return tok
 
 
@@ -128,14 +129,15 @@ def load_model(cfg, tokenizer=None):
     if spec.random:
         model = _random_model(spec, tokenizer)
     else:
-        source, gguf_file, config = _config(spec, hashes=True)
-        model = AutoModelForCausalLM.from_pretrained(
-            source, gguf_file=gguf_file, config=config, trust_remote_code=spec.trust_remote_code,
-            dtype=spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype),
-            attn_implementation=spec.attn_implementation,
-        )
-        if gguf_file:  # first load of this GGUF: keep the de-quantised model for next time
-            save_to_cache(model, converted_folder(source, gguf_file, "model"))
+        with converting(*resolve_source(spec)):
+            source, gguf_file, config = _config(spec, hashes=True)
+            model = AutoModelForCausalLM.from_pretrained(
+                source, gguf_file=gguf_file, config=config, trust_remote_code=spec.trust_remote_code,
+                dtype=spec.dtype if spec.dtype == "auto" else getattr(torch, spec.dtype),
+                attn_implementation=spec.attn_implementation,
+            )
+            if gguf_file:  # first load of this GGUF: keep the de-quantised model for next time
+                save_to_cache(model, converted_folder(source, gguf_file, "model"))
     model.to(device).eval()
     return model, tokenizer, identify_loaded(model, spec)
 
