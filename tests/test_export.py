@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -175,6 +176,56 @@ def test_two_loads_of_one_new_gguf_convert_it_once(tmp_path, monkeypatch):
         models = [f.result()[0] for f in [pool.submit(load.load_model, spec, object()) for _ in range(2)]]
     assert len(conversions) == 1
     assert all(torch.equal(a, b) for a, b in zip(models[0].state_dict().values(), models[1].state_dict().values()))
+
+
+def test_a_reinstalled_gguf_drops_the_copies_no_load_can_reach(tmp_path, monkeypatch):
+    """Each venv (a new path) or reinstall (a new mtime) keys a new converted copy; the superseded ones went
+    nowhere and filled a disk (16 GB of SmolLM2 copies here). Copies still reachable, or of unknown origin, stay."""
+    import os
+
+    from lpes_framework.model import cache
+
+    monkeypatch.setenv("LPES_CACHE", str(tmp_path / "cache"))
+    venvs = [tmp_path / "venv1", tmp_path / "venv2"]
+    for venv in venvs:
+        venv.mkdir()
+        (venv / "m.gguf").write_bytes(b"stands in for a GGUF file")
+
+    def convert(venv):
+        with cache.converting(str(venv), "m.gguf"):
+            folder = cache.converted_folder(str(venv), "m.gguf", "model")
+            folder.mkdir(parents=True, exist_ok=True)
+        return folder.parent
+
+    first, second = convert(venvs[0]), convert(venvs[1])
+    unknown = first.with_name("m-000000000000")
+    unknown.mkdir()  # no source record (an older lpes): never removed
+    other = first.with_name("n-111111111111")
+    other.mkdir()  # another GGUF's copy whose source is gone: not a twin, left
+    (other / cache.SOURCE).write_text(json.dumps({"path": str(tmp_path / "gone.gguf"), "size": 1, "mtime_ns": 1}))
+    os.utime(venvs[0] / "m.gguf", ns=(1, 1))  # reinstalled: the first copy's key is gone
+    third = convert(venvs[0])
+    assert not first.exists() and not first.with_name(first.name + ".lock").exists()
+    assert {p.name for p in third.parent.iterdir() if p.is_dir()} == {second.name, third.name, unknown.name, other.name}
+    (venvs[1] / "m.gguf").unlink()  # a venv deleted: its copy goes when the next copy is made
+    os.utime(venvs[0] / "m.gguf", ns=(2, 2))
+    assert not convert(venvs[0]).with_name(second.name).exists()
+
+
+def test_a_lock_that_cannot_be_taken_is_one_line(tmp_path, monkeypatch):
+    from lpes_framework.model import cache
+
+    monkeypatch.setenv("LPES_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "m.gguf").write_bytes(b"x")
+    folder = cache.converted_folder(str(tmp_path), "m.gguf", "model").parent
+    folder.parent.mkdir(parents=True)
+    mine = tmp_path / "mine.txt"
+    mine.write_text("my notes")
+    Path(f"{folder}.lock").symlink_to(mine)  # planted: filelock refuses to follow it
+    with pytest.raises(LpesError, match="cannot take the model cache's lock"):
+        with cache.converting(str(tmp_path), "m.gguf"):
+            pass
+    assert mine.read_text() == "my notes"
 
 
 def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):

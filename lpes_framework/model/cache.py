@@ -10,11 +10,11 @@ import json
 import os
 import shutil
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from ..errors import LpesError
 from ..io.atomic import atomic_file, file_digest, replace_folder
@@ -53,23 +53,78 @@ def embedded_gguf(parts: list[str], filename: str) -> Path:
     return target
 
 
+SOURCE = "source.json"
+
+
+def _stamp(gguf: Path) -> dict:
+    stat = gguf.stat()
+    return {"path": str(gguf.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
 def converted_folder(gguf_dir: str, gguf_file: str, part: str) -> Path:
     """Cache folder for the tokenizer or model converted from one GGUF file (keyed by path, size, mtime)."""
     gguf = Path(gguf_dir) / gguf_file
-    stat = gguf.stat()
-    tag = hashlib.sha1(f"{gguf.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+    stamp = _stamp(gguf)
+    tag = hashlib.sha1(f"{stamp['path']}:{stamp['size']}:{stamp['mtime_ns']}".encode()).hexdigest()[:12]
     return cache_dir() / "converted" / f"{gguf.stem}-{tag}" / part
 
 
+def _unreachable(folder: Path) -> bool:
+    """Whether a converted folder's GGUF (as its source.json recorded it) is gone or changed, so that no load
+    can key to it again. A folder without a readable record (an older lpes, or not ours) is never judged so."""
+    try:
+        stamp = json.loads((folder / SOURCE).read_text())
+        path, size, mtime = stamp["path"], stamp["size"], stamp["mtime_ns"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return False
+    if not (isinstance(path, str) and isinstance(size, int) and isinstance(mtime, int)):
+        return False
+    try:
+        stat = os.stat(path)
+    except (OSError, ValueError):
+        return True
+    return (stat.st_size, stat.st_mtime_ns) != (size, mtime)
+
+
+def _drop_unreachable_twins(folder: Path) -> None:
+    """Remove the copies of the same GGUF name that no load can reach any more: each reinstall of a venv (a
+    new path) or of the package (a new mtime) keys a new copy, and the old ones (0.5-2 GB each) piled up."""
+    for other in folder.parent.iterdir():
+        twin = other.name.rpartition("-")[0] == folder.name.rpartition("-")[0]
+        if other == folder or not twin or other.is_symlink() or not other.is_dir() or not _unreachable(other):
+            continue
+        try:
+            with FileLock(f"{other}.lock", timeout=0):  # another process is still busy with it: left
+                shutil.rmtree(other, ignore_errors=True)
+        except (Timeout, OSError):
+            continue
+        Path(f"{other}.lock").unlink(missing_ok=True)
+
+
+@contextmanager
 def converting(gguf_dir: str, gguf_file: str | None):
     """Held while a process reads or builds the converted copies of one GGUF file. Without it, two processes
     that both found no cache converted it twice, and the second swapped its folder in (removing the first's
     files) while the first was still reading them."""
     if not gguf_file:
-        return nullcontext()
+        yield
+        return
     folder = converted_folder(gguf_dir, gguf_file, "model").parent
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(f"{folder}.lock")
+    lock = FileLock(f"{folder}.lock")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+    except OSError as exc:  # a read-only cache, or a link planted at the lock's path (filelock won't follow it)
+        raise LpesError(f"cannot take the model cache's lock {folder}.lock ({exc.strerror or exc}): set LPES_CACHE "
+                        f"to a folder of your own, or remove that path if it is a link") from None
+    try:
+        if not (folder / SOURCE).is_file():  # a new copy: record its source, and drop the ones it supersedes
+            with atomic_file(folder / SOURCE, "w") as out:
+                json.dump(_stamp(Path(gguf_dir) / gguf_file), out)
+            _drop_unreachable_twins(folder)
+        yield
+    finally:
+        lock.release()
 
 
 def save_dequantised(model, path) -> None:
