@@ -5,12 +5,13 @@ columns are held-out tasks x lengths on Qwen2.5-Coder-0.5B's test split. Per cel
 (exact match, teacher-forced) and the gold log-prob per token, each as the method minus unpatched with a 95%
 paired bootstrap interval over haystacks (``evaluation.stats``). Each column is an evaluate folder under
 ``--out``: methods already scored there are reused, so the matrix grows across runs and sessions
-(``--columns`` and ``--methods`` score a part; ``--report`` scores nothing and puts together what the columns'
-rows.jsonl hold, the whole matrix so far, found as a scoring would reuse it, with a blank cell where a method is
-not scored on all of a column's haystacks). A heat map (methods x columns, colour = log-prob delta, * where
-its interval excludes 0) goes to ``--out/transfer.png``. Each column's cost is read from what its scorings recorded
-(seconds a sample on their worker), with the matrix's cost from scratch on this machine. Last line, for the summarised row (``--row``; the
-general preset, or the key-value preset until it exists):
+(``--columns`` and ``--methods`` score a part). Every call ends on the whole matrix so far, put together from
+what the columns' rows.jsonl hold, found as a scoring would reuse them, with a blank cell where a method is not
+scored on all of a column's haystacks (``--report`` scores nothing and shows only that). A heat map (methods x
+columns, colour = log-prob delta, * where its interval excludes 0) goes to ``--out/transfer.png``. Each column's
+cost is read from what its scorings recorded (seconds a sample on their worker), with the matrix's cost from
+scratch on this machine. Last line, for the summarised row (``--row``; the general preset, or the key-value
+preset until it exists):
 columns=<n> harmed=<columns whose log-prob interval lies below 0> helped=<above 0> mean_delta=<mean log-prob
 delta over columns, nats per token> kv_middle_gain=<points, KV ~1K> kv_ci_low=<its lower bound>."""
 
@@ -131,23 +132,20 @@ def main() -> None:
         unknown = set(args.methods) - set(rows)
         if unknown:
             raise SystemExit(f"error: unknown methods {sorted(unknown)}; valid: {', '.join(rows)}")
-        rows = {k: v for k, v in rows.items() if k in args.methods or k == "unpatched"}
+    if not args.report:
+        chosen = {k: v for k, v in rows.items() if not args.methods or k in args.methods or k == "unpatched"}
+        for column in args.columns:
+            run_evaluate(column_config(column, chosen, args.threads, args.haystacks), args.out / column)
+    # the matrix so far, every method's rows found as a scoring would reuse them: a scoring of a few methods or
+    # columns still ends on the whole matrix (its heat map and last line), never on the part it scored
     names = file_method_names([f for f in rows.values() if f]) | {None: None}
     evaluated = {label: (names[f] if f else label) for label, f in rows.items()}  # label -> evaluate's method name
     table: dict[str, dict[str, tuple]] = {label: {} for label in evaluated if label != "unpatched"}
     costs = {}
-    listed = [c for c in args.columns if (args.out / c / "rows.jsonl").exists()] if args.report else args.columns
     columns = []
-    for column in listed:
-        cfg = column_config(column, rows, args.threads, args.haystacks)
-        if args.report:  # the rows a scoring would reuse, found by their methods' keys
-            per_method = scored_rows(cfg, args.out / column)
-        else:
-            per_method = run_evaluate(cfg, args.out / column)["rows"]
-        if "unpatched" not in per_method:
-            if not args.report:
-                raise SystemExit(f"error: {args.out / column} holds no unpatched rows to compare with")
-            # a column still being scored: the rest of the matrix stands without it
+    for column in [c for c in (args.columns if args.report else COLUMNS) if (args.out / c / "rows.jsonl").exists()]:
+        per_method = scored_rows(column_config(column, rows, args.threads, args.haystacks), args.out / column)
+        if "unpatched" not in per_method:  # a column still being scored: the rest of the matrix stands without it
             print(f"left out {column}: its unpatched row is not scored on all its haystacks yet")
             continue
         columns.append(column)

@@ -127,6 +127,43 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
     assert {stats["count"] for stats in counts.values()} == {1}
 
 
+def test_a_kill_in_the_middle_of_a_method_keeps_its_recorded_draws(tmp_path, monkeypatch):
+    """record_every: a method is recorded after each run of draws, so a scoring killed half way through a method
+    resumes from its last record; the scores come out as those of a scoring never cut."""
+    from lpes_framework.compare import run
+    from lpes_framework.config import compose_config
+
+    overrides = [*TINY_TASK, "task.samples_per_position=3", "methods.uniform=[1.5]", "resume=true",
+                 "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}"]
+    whole = run.run_evaluate(compose_config("evaluate", [*overrides, "record_every=0"]), tmp_path / "whole")
+    scored, executor = [], run.LocalExecutor
+
+    class Killed(executor):
+        def run(self, jobs, desc="eval"):
+            for job, result in zip(jobs, super().run(jobs, desc)):
+                scored.append(job)
+                if kill_after and len(scored) == kill_after:
+                    raise KeyboardInterrupt
+                yield result
+
+    monkeypatch.setattr(run, "LocalExecutor", Killed)
+    kill_after = 4  # unpatched's two runs of draws (0-1, 2), then uniform's first
+    with pytest.raises(KeyboardInterrupt):
+        run.run_evaluate(compose_config("evaluate", [*overrides, "record_every=2"]), tmp_path / "cut")
+    records = [r for r in map(json.loads, (tmp_path / "cut" / "rows.jsonl").read_text().splitlines()) if "method" in r]
+    draws = lambda record: {task: sorted({r["draw"] for r in rows}) for task, rows in record["rows"].items()}  # noqa: E731
+    assert [(r["method"], draws(r)) for r in records] == [
+        ("unpatched", {"kv_retrieval": [0, 1], "ppl": [0, 1]}), ("unpatched", {"kv_retrieval": [0, 1, 2], "ppl": [0, 1]}),
+        ("uniform rope 1.5", {"kv_retrieval": [0, 1], "ppl": [0, 1]})]
+    scored.clear()
+    kill_after = None
+    resumed = run.run_evaluate(compose_config("evaluate", [*overrides, "record_every=2"]), tmp_path / "cut")
+    assert len(scored) == 1  # uniform's draw 2 alone
+    assert {m: rows_to_json(r) for m, r in resumed["rows"].items()} == approx(
+        {m: rows_to_json(r) for m, r in whole["rows"].items()})
+    assert resumed["methods"] == approx(whole["methods"])
+
+
 def test_two_methods_of_one_name_in_rows_jsonl_are_told_apart_never_merged(tmp_path):
     """Rows reused from another folder may carry a method name this run uses too (two run folders named
     ``search`` both give ``file search``): an analysis must not take one for the other."""

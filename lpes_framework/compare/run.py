@@ -1,10 +1,11 @@
 """The evaluate job: score the methods side by side on one split, by gold position, and write
 ``results.json``, ``table.txt`` and ``by_position.png`` (``lpes evaluate`` is its command line).
 
-Each method's per-sample rows go to ``rows.jsonl`` as soon as it is scored (fsynced), so a long
-comparison killed half way keeps its finished methods: run it again in the same folder with
-``resume=true`` and only the missing ones are scored. Draw j of a task does not depend on how many are
-drawn, so a resume with more ``samples_per_position`` scores only the new draws of each finished method
+Each method's per-sample rows go to ``rows.jsonl`` as soon as it is scored (fsynced), and while it is
+scored after every ``record_every`` draws (haystacks per position), so a long comparison killed half way
+keeps its finished methods and the finished draws of the one it was scoring: run it again in the same
+folder with ``resume=true`` and only the missing draws are scored. Draw j of a task does not depend on how
+many are drawn, so a resume with more ``samples_per_position`` scores only the new draws of each finished method
 (60 haystacks per position grow to 100 at 40% of the cost), and one with fewer reuses a subset.
 """
 
@@ -83,6 +84,15 @@ def _reusable(log: JsonLog, counts: dict[str, int], jobs: dict, regime: dict) ->
             for name, job in jobs.items()}
 
 
+def _chunks(rest, every: int) -> list:
+    """``rest`` (the draws a group of methods lacks) cut into runs of ``every`` draws, by draw number (0: whole),
+    so that the record made after each run holds the first draws of every task, as a resume reuses them."""
+    if not every or not rest.samples:
+        return [rest]
+    last = max(e.sample.draw for items in rest.encoded.values() for e in items)
+    return [rest.between(start, start + every) for start in range(0, last + 1, every)]
+
+
 def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, sample_sets: dict,
                    spec: RunSpec) -> dict:
     log = JsonLog(out_dir / "rows.jsonl")
@@ -101,20 +111,25 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     todo = []
     for i, (scored, names) in enumerate(parts.items()):
         rest = sample_sets[cfg.split].without(dict(scored))
-        if rest.samples:
-            part = f"{cfg.split} part {i}" if scored else cfg.split  # the sample set's name
-            sample_sets[part] = rest
-            todo += [(part, name) for name in names]
+        chunks = [c for c in _chunks(rest, int(cfg.record_every)) if c.samples]
+        if len(chunks) == 1 and not scored:
+            chunk_names = [cfg.split]  # the whole split: no second copy of its samples
+        else:
+            chunk_names = [f"{cfg.split} part {i}.{j}" for j in range(len(chunks))]
+            sample_sets.update(zip(chunk_names, chunks))
+        # a method's chunks one after another, so that each method is whole as early as it can be
+        todo += [(part, name) for name in names for part in chunk_names]
     executor = LocalExecutor(plain(cfg), task_specs(cfg), list(sample_sets), sample_sets=sample_sets)
     info = executor.info
-    extended = sum(bool(done[name]) for _, name in todo)
-    note = f"; {len(jobs) - len(todo)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
+    extended = len({name for _, name in todo if done[name]})
+    note = f"; {len(jobs) - len({name for _, name in todo})} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
     print(info.line() + note + (f", {extended} extended: only their new samples scored" if extended else ""))
     scoring = executor.run([Job(part, *jobs[name]) for part, name in todo], desc=cfg.split)
     for (_, name), (new, seconds) in zip(todo, scoring):
         rows = {task: sorted(done[name].get(task, []) + new.get(task, []), key=lambda r: r.draw) for task in counts}
         # what this record's new samples cost on its worker: a matrix grown across runs says its cost from these
-        log.append({"key": method_key(*jobs[name], regime, counts), "method": name, "rows": rows_to_json(rows),
+        held = {task: len({r.draw for r in per}) for task, per in rows.items()}  # the first draws of each task
+        log.append({"key": method_key(*jobs[name], regime, held), "method": name, "rows": rows_to_json(rows),
                     "cost": {"seconds": seconds, "samples": sum(len(r) for r in new.values())}})
         done[name] = rows
     comparison = Comparison(done)

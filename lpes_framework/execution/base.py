@@ -93,6 +93,14 @@ class SampleSet:
                         if (kept := [e for e in items if e.sample.draw not in scored.get(name, ())])}
         return rest
 
+    def between(self, start: int, stop: int) -> "SampleSet":
+        """The same samples less those whose draw is not in ``[start, stop)``: one run of a method's draws
+        scored between two of its records."""
+        part = copy.copy(self)
+        part.encoded = {name: kept for name, items in self.encoded.items()
+                        if (kept := [e for e in items if start <= e.sample.draw < stop])}
+        return part
+
     def with_draws(self, draws: Sequence[int], keep=lambda task: True) -> "SampleSet":
         """The same tasks over other draws of its split (a gradient minibatch), for the tasks ``keep``
         accepts (only they are encoded)."""
