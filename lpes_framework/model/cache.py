@@ -88,9 +88,11 @@ def _unreachable(folder: Path) -> bool:
 
 def _drop_unreachable_twins(folder: Path) -> None:
     """Remove the copies of the same GGUF name that no load can reach any more: each reinstall of a venv (a
-    new path) or of the package (a new mtime) keys a new copy, and the old ones (0.5-2 GB each) piled up."""
+    new path) or of the package (a new mtime) keys a new copy, and the old ones (0.5 GB for SmolLM2, 2.4 GB for
+    Qwen2.5-0.5B) piled up."""
+    stem = folder.name.rpartition("-")[0]
     for other in folder.parent.iterdir():
-        twin = other.name.rpartition("-")[0] == folder.name.rpartition("-")[0]
+        twin = other.name.rpartition("-")[0] == stem
         if other == folder or not twin or other.is_symlink() or not other.is_dir() or not _unreachable(other):
             continue
         try:
