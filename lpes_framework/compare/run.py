@@ -121,8 +121,9 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
         todo += [(part, name) for name in names for part in chunk_names]
     executor = LocalExecutor(plain(cfg), task_specs(cfg), list(sample_sets), sample_sets=sample_sets)
     info = executor.info
-    extended = len({name for _, name in todo if done[name]})
-    note = f"; {len(jobs) - len({name for _, name in todo})} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
+    pending = {name for _, name in todo}
+    extended = sum(bool(done[name]) for name in pending)
+    note = f"; {len(jobs) - len(pending)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
     print(info.line() + note + (f", {extended} extended: only their new samples scored" if extended else ""))
     scoring = executor.run([Job(part, *jobs[name]) for part, name in todo], desc=cfg.split)
     for (_, name), (new, seconds) in zip(todo, scoring):
