@@ -136,9 +136,9 @@ def test_a_kill_in_the_middle_of_a_method_keeps_its_recorded_draws(tmp_path, mon
     overrides = [*TINY_TASK, "task.samples_per_position=3", "methods.uniform=[1.5]", "resume=true",
                  "extra_tasks={ppl: {name: perplexity, window_tokens: 64, windows: 2}}"]
     whole = run.run_evaluate(compose_config("evaluate", [*overrides, "record_every=0"]), tmp_path / "whole")
-    scored, executor = [], run.LocalExecutor
+    scored = []
 
-    class Killed(executor):
+    class Killed(run.LocalExecutor):
         def run(self, jobs, desc="eval"):
             for job, result in zip(jobs, super().run(jobs, desc)):
                 scored.append(job)

@@ -86,19 +86,20 @@ class SampleSet:
         return sum(len(items) for items in self.encoded.values())
 
     def without(self, scored: Mapping[str, set[int]]) -> "SampleSet":
-        """The same samples less those whose context (draw) is not in ``scored[task]``: what a
+        """The same samples less those whose context (draw) is in ``scored[task]``: what a
         comparison resumed with more samples per position still has to score."""
-        rest = copy.copy(self)
-        rest.encoded = {name: kept for name, items in self.encoded.items()
-                        if (kept := [e for e in items if e.sample.draw not in scored.get(name, ())])}
-        return rest
+        return self._keeping(lambda task, draw: draw not in scored.get(task, ()))
 
     def between(self, start: int, stop: int) -> "SampleSet":
         """The same samples less those whose draw is not in ``[start, stop)``: one run of a method's draws
         scored between two of its records."""
+        return self._keeping(lambda task, draw: start <= draw < stop)
+
+    def _keeping(self, keep) -> "SampleSet":
+        """A shallow copy holding the samples whose (task, draw) ``keep`` accepts; tasks left empty dropped."""
         part = copy.copy(self)
         part.encoded = {name: kept for name, items in self.encoded.items()
-                        if (kept := [e for e in items if start <= e.sample.draw < stop])}
+                        if (kept := [e for e in items if keep(name, e.sample.draw)])}
         return part
 
     def with_draws(self, draws: Sequence[int], keep=lambda task: True) -> "SampleSet":
