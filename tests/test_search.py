@@ -277,19 +277,20 @@ def test_the_identity_among_the_top_candidates_takes_the_unpatched_validation_sc
     search.loop()
     jobs = []
     run = search.executor.run
-    search.executor.run = lambda batch, desc="": (jobs.append([(s, f) for s, f, _ in batch]), run(batch, desc))[1]
+    search.executor.run = lambda batch, desc="": (jobs.extend(batch), run(batch, desc))[1]
     try:
         summary = search.finish()
     finally:
         search.executor.close()
-    validation = [job for batch in jobs for job in batch if job[0] == "validation"]
-    scored = [None if f is None else tuple(f) for _, f in validation]
+    validation = [job for job in jobs if job.sample_set == "validation"]
+    scored = [None if job.factors is None else tuple(job.factors) for job in validation if job.draws == (0, 1)]
+    assert [job.draws for job in validation] == [(0, 1), (1, 2)] * len(scored)  # a schedule's draws one after another
     # unpatched, the top 13 but the identity, the best uniform: each distinct schedule once (the uniform seed is
     # often among the top candidates)
     top = {tuple(search.curve.factors(g)) for g, _ in search.top_candidates(13)} - {(1.0,) * 4}
     uniform = (search.uniform_baseline(search.curve.factors(search.top_candidates(1)[0][0])),) * 4
     assert len(scored) == len(set(scored)) == len({None} | top | {uniform})
-    assert all(f is None or any(x != 1.0 for x in f) for _, f in validation)
+    assert all(f is None or any(x != 1.0 for x in f) for f in scored)
     best = json.loads((tmp_path / "best_factors.json").read_text())
     chosen = best["metrics"]["validation"]
     identity = [n for n, g in chosen["genomes"].items() if g == [1.0] * 4]
@@ -421,17 +422,20 @@ def test_nsga2_resumes_by_replaying_its_generations(tmp_path):
 
 
 def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_run, tmp_path, monkeypatch):
-    """Validation and test rows are kept as each method finishes (heldout.jsonl), bound to the run by their
-    key; a resume scores only the methods the kill left unscored and writes the same answer."""
+    """Validation and test rows are kept after every run of draws of a method (heldout.jsonl, one draw a record
+    in TINY_SEARCH), bound to the run by their key; a kill in the middle of a method leaves its first draws
+    kept, and a resume scores only the draws the kill left unscored and writes the same answer."""
     from lpes_framework.search import Search
     from lpes_framework.execution.local import LocalExecutor
 
     reference, _ = ga_run
     held = read_jsonl(reference / "heldout.jsonl")
-    assert [r["split"] for r in held][-3:] == ["test"] * 3 and len({r["key"] for r in held}) == len(held)
+    assert [r["split"] for r in held][-6:] == ["test"] * 6
+    assert [r["draws"] for r in held] == [[0, 1], [1, 2]] * (len(held) // 2)
+    assert len({(r["key"], tuple(r["draws"])) for r in held}) == len(held)
     for name in ("evaluations.jsonl", "checkpoint.json"):
         (tmp_path / name).write_bytes((reference / name).read_bytes())
-    kept = (reference / "heldout.jsonl").read_text().splitlines()[:2]
+    kept = (reference / "heldout.jsonl").read_text().splitlines()[:3]  # the second method's first draw
     (tmp_path / "heldout.jsonl").write_text("\n".join(kept) + '\n{"key": "half-writ')  # killed mid-write
     jobs = []
     run = LocalExecutor.run
@@ -442,15 +446,21 @@ def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_
 
     monkeypatch.setattr(LocalExecutor, "run", counted)
     Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
-    # each distinct schedule is scored once (a top candidate may be the uniform one); the kept two are not again
-    assert len(jobs) == len({r["key"] for r in held[2:]} - {r["key"] for r in held[:2]})
-    assert read_jsonl(tmp_path / "heldout.jsonl")[:2] == held[:2]
+    # each distinct schedule's draws are scored once (a top candidate may be the uniform one); the kept three not again
+    assert [(job.factors is None, job.draws) for job in jobs][0] == (False, (1, 2))
+    assert len(jobs) == len(held) - 3
+    assert read_jsonl(tmp_path / "heldout.jsonl")[:3] == held[:3]
     mine, theirs = (json.loads((d / "best_factors.json").read_text()) for d in (tmp_path, reference))
     assert mine["factors"] == theirs["factors"] and mine["metrics"]["test"] == theirs["metrics"]["test"]
-    # rows changed under a valid key are refused, not taken for the method's scores
+    # rows changed under a valid key, or draws that are no run of the split, are refused, not taken for scores
     rows = read_jsonl(tmp_path / "heldout.jsonl")
-    rows[0]["rows"] = {task: per[:-1] for task, per in rows[0]["rows"].items()}
-    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "best_factors.json").unlink()
-    with pytest.raises(LpesError, match="are not the split's samples"):
-        Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
+    for damage, message in ((lambda r: r.update(rows={t: per[:-1] for t, per in r["rows"].items()}),
+                             r"\(validation, draws 0-0\) are not the split's samples"),
+                            (lambda r: r.update(draws=[1, 1]), r"draws must be \[start, stop\)"),
+                            (lambda r: r.update(draws=[5, 6]), "are not the split's samples")):
+        damaged = [dict(r) for r in rows]
+        damage(damaged[0])
+        (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in damaged))
+        with pytest.raises(LpesError, match=message):
+            Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()

@@ -28,11 +28,13 @@ Rows = dict[str, list[ScoreRow]]
 
 class Job(NamedTuple):
     """One factor schedule scored on one named sample set: a split, or (evaluate, resumed with more
-    samples) the part of a split that is still to score."""
+    samples) the part of a split that is still to score; ``draws`` = [start, stop): only the set's samples
+    of those draws (a held-out method scored a run of draws at a time, on workers that hold whole splits)."""
 
     sample_set: str
     factors: Sequence[float] | None  # None: the unpatched model
     scheme: dict | None
+    draws: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -202,14 +204,17 @@ class Worker:
                               seconds={"baseline": middle - start, "gradient": time.perf_counter() - middle},
                               by_task=by_task)
 
-    def rows(self, sample_set: str, factors, scheme_cfg: dict | None, desc: str = "eval") -> tuple[Rows, float]:
-        """Per-sample rows of one job (the sample set named ``sample_set``, patched with ``factors`` unless
-        None), and the seconds it took here."""
+    def rows(self, sample_set: str, factors, scheme_cfg: dict | None, draws: tuple[int, int] | None = None,
+             desc: str = "eval") -> tuple[Rows, float]:
+        """Per-sample rows of one job (the sample set named ``sample_set``, its draws in ``[start, stop)`` where
+        given, patched with ``factors`` unless None), and the seconds it took here."""
         start = time.perf_counter()
+        samples = self.sample_sets[sample_set]
+        samples = samples if draws is None else samples.between(*draws)
         patch = nullcontext() if factors is None else apply_layer_scaling(self.model, list(factors),
                                                                            self.scheme(scheme_cfg))
         with patch:
-            rows = self.sample_sets[sample_set].rows(self.model, desc=desc)
+            rows = samples.rows(self.model, desc=desc)
         return rows, time.perf_counter() - start
 
 

@@ -19,8 +19,8 @@ class LocalExecutor(Executor):
         self.info = self.worker.info
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
-        for sample_set, factors, scheme in jobs:
-            yield self.worker.rows(sample_set, factors, scheme, desc=desc)
+        for job in jobs:
+            yield self.worker.rows(*job, desc=desc)
 
     def gradient(self, job: GradientJob):
         return self.worker.gradient(job)

@@ -65,7 +65,7 @@ class RayExecutor(Executor):
         raise LpesError("every Ray worker died while loading the model; see the Ray logs")
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:
-        return self._map("rows", [(*job, desc) for job in jobs])
+        return self._map("rows", [(*Job(*job), desc) for job in jobs])  # every field, so desc lands last
 
     def gradient(self, job: GradientJob):
         """Each worker takes a share of the minibatch's contexts; their sums add up to the whole job's."""

@@ -79,7 +79,8 @@ class Search:
         # held from before the "already holds a search" check to the end, so two runs started together
         # in one folder cannot both pass it and interleave their records
         self.lock = RunLock(self.out).acquire()
-        self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched)
+        self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched,
+                               every=int(cfg.validation.record_every))
         self.executor = None  # started by setup()
         self.log: list[dict] = []
         try:
