@@ -166,15 +166,16 @@ def main() -> None:
 
 
 def column_cost(folder: Path, unpatched: dict[str, list]) -> tuple[float | None, int]:
-    """(seconds a sample, samples a method) of one column: the mean over the scorings its rows.jsonl
-    recorded the cost of (rows written before costs were recorded count for nothing), and a whole row's
-    samples, so that a column's cost from scratch is their product times the methods."""
+    """(seconds a sample, samples a method) of one column: the seconds over the samples of the scorings its
+    rows.jsonl recorded the cost of (rows written before costs were recorded count for nothing; a record of
+    a few samples weighs as little as it holds), and a whole row's samples, so that a column's cost from
+    scratch is their product times the methods."""
     from lpes_framework.io.store import read_rows
 
-    rates = [r["cost"]["seconds"] / r["cost"]["samples"] for r in read_rows(folder / "rows.jsonl")
-             if (r.get("cost") or {}).get("samples")]
+    costs = [r["cost"] for r in read_rows(folder / "rows.jsonl") if (r.get("cost") or {}).get("samples")]
     samples = sum(len(rows) for rows in unpatched.values())
-    return (sum(rates) / len(rates) if rates else None), samples
+    spent = sum(c["samples"] for c in costs)
+    return (sum(c["seconds"] for c in costs) / spent if spent else None), samples
 
 
 def report_cost(costs: dict[str, tuple[float | None, int]], methods: int) -> None:

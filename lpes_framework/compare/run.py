@@ -85,12 +85,8 @@ def _reusable(log: JsonLog, counts: dict[str, int], jobs: dict, regime: dict) ->
 
 
 def _chunks(rest, every: int) -> list:
-    """``rest`` (the draws a group of methods lacks) cut into runs of ``every`` draws, by draw number (0: whole),
-    so that the record made after each run holds the first draws of every task, as a resume reuses them."""
-    if not every or not rest.samples:
-        return [rest]
-    last = max(e.sample.draw for items in rest.encoded.values() for e in items)
-    return [rest.between(start, start + every) for start in range(0, last + 1, every)]
+    """``rest`` (the draws a group of methods lacks) cut into its runs of ``every`` draws (0: whole)."""
+    return [rest.between(*run) for run in rest.runs(every)] if every and rest.samples else [rest]
 
 
 def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, sample_sets: dict,

@@ -97,6 +97,12 @@ class SampleSet:
         scored between two of its records."""
         return self._keeping(lambda task, draw: start <= draw < stop)
 
+    def runs(self, every: int) -> list[tuple[int, int]]:
+        """The set's draws cut into runs ``[start, stop)`` of ``every`` draws from draw 0, by draw number: after
+        each run a record can hold the first draws of every task, as a resume reuses them."""
+        stop = 1 + max((e.sample.draw for items in self.encoded.values() for e in items), default=-1)
+        return [(start, min(start + every, stop)) for start in range(0, stop, every)]
+
     def _keeping(self, keep) -> "SampleSet":
         """A shallow copy holding the samples whose (task, draw) ``keep`` accepts; tasks left empty dropped."""
         part = copy.copy(self)

@@ -19,7 +19,8 @@ class HeldOut:
         ``unpatched(factors, split)``: whether a schedule is the unpatched model on that split; ``every``:
         draws a record (0: a method whole)."""
         self.store, self.sample_sets, self.regime, self.unpatched = store, sample_sets, regime, unpatched
-        self.parts = {split: _parts(sample_sets[split], every) for split in ("validation", "test")}
+        # a split's runs of draws, a record each ([None]: a method whole)
+        self.parts = {split: sample_sets[split].runs(every) if every else [None] for split in ("validation", "test")}
         self.held: dict[tuple, dict] = {}  # (key, draws or None for the whole split) -> record
 
     def load(self) -> None:
@@ -70,14 +71,6 @@ class HeldOut:
         validation = self.compare(executor, "validation", {n: m for n, m in methods.items() if n not in same})
         validation.rows = {n: validation.rows["unpatched" if n in same else n] for n in methods}
         return validation
-
-
-def _parts(samples, every: int) -> list:
-    """A split's draws cut into runs [start, stop) of ``every`` (``[None]``: the split whole)."""
-    if not every:
-        return [None]
-    stop = 1 + max(e.sample.draw for items in samples.encoded.values() for e in items)
-    return [(start, min(start + every, stop)) for start in range(0, stop, every)]
 
 
 def _draws(value, path) -> tuple[int, int] | None:
