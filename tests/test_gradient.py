@@ -414,3 +414,19 @@ def test_each_tasks_part_of_a_mixtures_gradient_is_its_own_gradient():
     np.testing.assert_allclose(np.sum(list(by_task.values()), axis=0), grad, rtol=1e-9, atol=1e-12)
     for task in ("a", "b"):
         np.testing.assert_allclose(by_task[task], run([task])[1], rtol=1e-6, atol=1e-9)
+
+
+def test_a_tasks_step_contexts_give_it_more_of_every_step(gradient_run, tmp_path):
+    """A task with step_contexts=2 takes two fresh draws for each of a step's contexts, each over its own count:
+    one context a step at step_contexts=2 is the reference run's two contexts a step, step for step."""
+    run_cli("lpes_framework", *GRADIENT, "optimizer.contexts_per_step=1", "+task.step_contexts=2",
+            f"hydra.run.dir={tmp_path}")
+    steps = [[r for r in read_jsonl(folder / "evaluations.jsonl") if r["kind"] == "step"]
+             for folder in (gradient_run, tmp_path)]
+    assert [s["draws"] for s in steps[1]] == [[2], [3], [4], [5]]  # the reference's [2, 3], [4, 5], ...
+    for mine, theirs in zip(*steps, strict=True):
+        np.testing.assert_allclose(mine["objective"], theirs["objective"], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(mine["gradient"], theirs["gradient"], rtol=1e-9, atol=1e-12)
+    assert TASKS.build({"name": "kv_retrieval", "step_contexts": 3}).step_draws([5, 6], first=4) == [7, 8, 9, 10, 11, 12]
+    with pytest.raises(LpesError, match="step_contexts must be a whole number"):
+        TASKS.build({"name": "kv_retrieval", "step_contexts": 0})

@@ -203,7 +203,8 @@ def objective_coefficients(baseline: Mapping[str, list[ScoreRow]], tasks: Mappin
                            weights: FitnessWeights, per_position: int,
                            scales: Mapping[str, float]) -> dict[str, dict[str, tuple[float, float, float]]]:
     """``sample_coefficients`` of every task of a gradient minibatch (``baseline``: its unpatched rows), each
-    task's weight times its scale (``task_scales``, from the fixed search split)."""
+    task's weight times its scale (``task_scales``, from the fixed search split), over its own sample count a
+    position (``per_position`` times its ``step_contexts``)."""
     return {task: sample_coefficients({str(r.position) for r in rows}, tasks[task].weight * scales.get(task, 1.0),
-                                      weights, per_position, tasks[task].max_ratio)
+                                      weights, per_position * tasks[task].step_contexts, tasks[task].max_ratio)
             for task, rows in baseline.items()}

@@ -52,6 +52,7 @@ class GradientJob:
     weights: dict
     per_position: int
     checkpoint_layers: bool = False  # recompute layer activations in the backward pass (long contexts)
+    first: int = 0  # the split's first draw past the fixed search split (where each task's minibatch draws start)
     task_scales: dict = field(default_factory=dict)  # task -> factor on its term (``fitness.task_scales``)
 
     def shares(self, n: int) -> list["GradientJob"]:
@@ -110,11 +111,12 @@ class SampleSet:
                         if (kept := [e for e in items if keep(name, e.sample.draw)])}
         return part
 
-    def with_draws(self, draws: Sequence[int], keep=lambda task: True) -> "SampleSet":
-        """The same tasks over other draws of its split (a gradient minibatch), for the tasks ``keep``
-        accepts (only they are encoded)."""
+    def with_draws(self, draws: Sequence[int], first: int, keep=lambda task: True) -> "SampleSet":
+        """The same tasks over a gradient minibatch's draws of its split (numbered from ``first``; each task
+        takes its ``step_draws``), for the tasks ``keep`` accepts (only they are encoded)."""
         out = copy.copy(self)
-        out.tasks = {name: task.with_draws(draws) for name, task in self.tasks.items() if keep(task)}
+        out.tasks = {name: task.with_draws(task.step_draws(draws, first)) for name, task in self.tasks.items()
+                     if keep(task)}
         out.encoded = {name: task.encode(self.split, self.tokenizer) for name, task in out.tasks.items()}
         return out
 
@@ -197,7 +199,7 @@ class Worker:
 
         start = time.perf_counter()
         # a task of weight 0 (NSGA-II's perplexity objective) adds nothing to the objective: not scored
-        minibatch = self.sample_sets[job.split].with_draws(job.draws, keep=lambda task: task.weight != 0)
+        minibatch = self.sample_sets[job.split].with_draws(job.draws, job.first, keep=lambda task: task.weight != 0)
         baseline = minibatch.rows(self.model, desc="minibatch")
         middle = time.perf_counter()
         coefficients = objective_coefficients(baseline, minibatch.tasks, FitnessWeights(**job.weights),

@@ -108,7 +108,7 @@ class Search:
         tokenizer = self.sample_sets["search"].tokenizer
         for task in self.tasks.values():
             if task.weight != 0:
-                task.with_draws([last]).encode("search", tokenizer)
+                task.with_draws(task.step_draws([last], self.fixed_contexts)[-1:]).encode("search", tokenizer)
 
     def _restore_or_refuse(self, resume: bool) -> None:
         if resume and not self.store.has_run():
@@ -200,7 +200,7 @@ class Search:
         key = cache_key(genes, {**self.regime, "step": list(request.step), "draws": draws})
         if key not in self.cache:
             job = GradientJob(split="search", draws=tuple(draws), genes=tuple(float(g) for g in genes),
-                              per_position=len(draws), **self.gradient_settings)
+                              per_position=len(draws), first=self.fixed_contexts, **self.gradient_settings)
             result = self.executor.gradient(job)
             record = {"key": key, "kind": "step", "generation": self.optimizer.generation,
                       "restart": request.step[0], "genome": [float(g) for g in genes],

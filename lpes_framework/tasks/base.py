@@ -100,10 +100,13 @@ class Task:
     max_ratio: float | None = None
 
     def __init__(self, *, seed: int = 0, samples_per_position: int = 10, chat_template: str | bool = "auto",
-                 max_new_tokens: int = 48, weight: float = 1.0):
+                 max_new_tokens: int = 48, weight: float = 1.0, step_contexts: int = 1):
         # upper bounds far past any run, so that a typo fails here and not as a silent hang drawing 10^20 samples
         samples_per_position = whole(samples_per_position, f"{self.name}: samples_per_position", 1, MAX_SAMPLES)
         max_new_tokens = whole(max_new_tokens, f"{self.name}: max_new_tokens", 1, MAX_NEW_TOKENS)
+        # a gradient minibatch's contexts of this task for each of its contexts (optimizer.contexts_per_step):
+        # a task whose per-sample change is noisy gets enough of every step for its effect to show
+        self.step_contexts = whole(step_contexts, f"{self.name}: step_contexts", 1, MAX_SAMPLES)
         if not is_number(weight):
             raise LpesError(f"{self.name}: weight must be a finite number, got {weight!r}")
         if chat_template not in ("auto", True, False):
@@ -121,6 +124,12 @@ class Task:
         """The draws (contexts) the samples come from: the first ``samples_per_position`` of a split, or
         the ones a copy was made for (``with_draws``: the gradient optimizer's fresh minibatches)."""
         return getattr(self, "_chosen_draws", None) or range(self.samples_per_position)
+
+    def step_draws(self, draws: Sequence[int], first: int) -> list[int]:
+        """This task's draws in a gradient minibatch of ``draws`` (numbered from ``first``, the first draw past
+        the fixed search split): ``step_contexts`` consecutive fresh draws for each."""
+        k = self.step_contexts
+        return [first + (d - first) * k + j for d in draws for j in range(k)]
 
     def with_draws(self, draws: Sequence[int]) -> "Task":
         """The same task over other draws of each split (the evaluation cache key does not change:
@@ -156,8 +165,10 @@ class Task:
         return None
 
     def settings(self) -> dict:
-        """Everything that changes the samples: part of the evaluation cache key."""
-        return {k: v for k, v in vars(self).items() if not k.startswith("_")} | {"name": self.name}
+        """Everything that changes the samples: part of the evaluation cache key (``step_contexts`` at 1 left
+        out, so that runs recorded before the option keep their keys)."""
+        return {k: v for k, v in vars(self).items()
+                if not k.startswith("_") and (k, v) != ("step_contexts", 1)} | {"name": self.name}
 
     def uses_chat(self, tokenizer) -> bool:
         return self.chat_template is True or (
