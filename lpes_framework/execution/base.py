@@ -41,8 +41,9 @@ class Job(NamedTuple):
 class GradientJob:
     """One value-and-gradient evaluation: the objective of ``genes`` (under ``curve`` and ``scheme``) on
     draws ``draws`` of ``split``, against the unpatched model on the same samples (see
-    ``scoring.gradient``). ``per_position`` is the whole minibatch's sample count per gold position, so
-    that a share of its draws (one Ray worker's) returns its part of the same sum."""
+    ``scoring.gradient``); each task takes its ``step_draws`` of them. ``per_position`` is the whole
+    minibatch's sample count per gold position (times a task's ``step_contexts`` for that task), so that a
+    share of its draws (one Ray worker's) returns its part of the same sum."""
 
     split: str
     draws: tuple[int, ...]
