@@ -464,3 +464,24 @@ def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_
         (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in damaged))
         with pytest.raises(LpesError, match=message):
             Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
+
+
+def test_held_out_rows_written_whole_before_runs_of_draws_are_reused(ga_run, tmp_path, monkeypatch):
+    """A run whose heldout.jsonl holds each method whole (written before records by runs of draws) resumes
+    without scoring anything again, to the same answer."""
+    from lpes_framework.search import Search
+    from lpes_framework.execution.local import LocalExecutor
+
+    reference, _ = ga_run
+    for name in ("evaluations.jsonl", "checkpoint.json"):
+        (tmp_path / name).write_bytes((reference / name).read_bytes())
+    whole = {}
+    for record in read_jsonl(reference / "heldout.jsonl"):
+        kept = whole.setdefault(record["key"], {k: v for k, v in record.items() if k != "draws"} | {"rows": {}})
+        for task, rows in record["rows"].items():
+            kept["rows"][task] = kept["rows"].get(task, []) + rows
+    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in whole.values()))
+    monkeypatch.setattr(LocalExecutor, "run", lambda self, jobs, desc="": iter([]) if not jobs else pytest.fail(jobs))
+    Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
+    mine, theirs = (json.loads((d / "best_factors.json").read_text()) for d in (tmp_path, reference))
+    assert mine["factors"] == theirs["factors"] and mine["metrics"]["test"] == theirs["metrics"]["test"]
