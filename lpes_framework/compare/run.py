@@ -84,9 +84,12 @@ def _reusable(log: JsonLog, counts: dict[str, int], jobs: dict, regime: dict) ->
             for name, job in jobs.items()}
 
 
-def _chunks(rest, every: int) -> list:
-    """``rest`` (the draws a group of methods lacks) cut into its runs of ``every`` draws (0: whole)."""
-    return [rest.between(*run) for run in rest.runs(every)] if every and rest.samples else [rest]
+def _runs(rest, every: int) -> list:
+    """The runs of draws ``[start, stop)`` (``Job.draws``) a group of methods still lacks, one record each:
+    ``rest``'s runs of ``every`` draws that hold a sample, or the whole of ``rest`` (None) at 0."""
+    if not every:
+        return [None] if rest.samples else []
+    return [run for run in rest.runs(every) if rest.between(*run).samples]
 
 
 def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, sample_sets: dict,
@@ -107,21 +110,20 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
     todo = []
     for i, (scored, names) in enumerate(parts.items()):
         rest = sample_sets[cfg.split].without(dict(scored))
-        chunks = [c for c in _chunks(rest, int(cfg.record_every)) if c.samples]
-        if len(chunks) == 1 and not scored:
-            chunk_names = [cfg.split]  # the whole split: no second copy of its samples
-        else:
-            chunk_names = [f"{cfg.split} part {i}.{j}" for j in range(len(chunks))]
-            sample_sets.update(zip(chunk_names, chunks))
-        # a method's chunks one after another, so that each method is whole as early as it can be
-        todo += [(part, name) for name in names for part in chunk_names]
+        part = cfg.split  # nothing scored yet: the whole split, no second copy of its samples
+        if scored:
+            part = f"{cfg.split} rest {i}"
+            sample_sets[part] = rest
+        runs = _runs(rest, int(cfg.record_every))
+        # a method's runs one after another, so that each method is whole as early as it can be
+        todo += [(Job(part, *jobs[name], draws=run), name) for name in names for run in runs]
     executor = LocalExecutor(plain(cfg), task_specs(cfg), list(sample_sets), sample_sets=sample_sets)
     info = executor.info
     pending = {name for _, name in todo}
     extended = sum(bool(done[name]) for name in pending)
     note = f"; {len(jobs) - len(pending)} of {len(jobs)} methods reused from {log.path}" if cfg.resume else ""
     print(info.line() + note + (f", {extended} extended: only their new samples scored" if extended else ""))
-    scoring = executor.run([Job(part, *jobs[name]) for part, name in todo], desc=cfg.split)
+    scoring = executor.run([job for job, _ in todo], desc=cfg.split)
     for (_, name), (new, seconds) in zip(todo, scoring):
         rows = {task: sorted(done[name].get(task, []) + new.get(task, []), key=lambda r: r.draw) for task in counts}
         # what this record's new samples cost on its worker: a matrix grown across runs says its cost from these
