@@ -320,12 +320,18 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
     (folder / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held))
     judge.refused("held-out rows changed under their key, resume", cli(
         "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true"), "are not the split's samples")
-    # a run of draws that is no run (a record is kept after every validation.record_every draws of a method)
+    # a run of draws that is no run (a record is kept after every record_every draws of a method)
     held = [json.loads(line) for line in (reference / "heldout.jsonl").read_text().splitlines()]
     held[0]["draws"] = [-1, True]
     (folder / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held))
     judge.refused("held-out draws [-1, true], resume", cli(
         "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true"), "draws must be [start, stop)")
+
+    # a held-out record pasted among the fixed search split's kept runs: refused, not taken for a candidate's rows
+    (folder / "heldout.jsonl").write_text((reference / "heldout.jsonl").read_text())
+    (folder / "search_rows.jsonl").write_text((reference / "heldout.jsonl").read_text().splitlines()[0] + "\n")
+    judge.refused("a test-split record in search_rows.jsonl, resume", cli(
+        "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true"), "only search rows are kept there")
 
     # competitor options that make the method the unpatched model under its name
     site = tmp / "site"

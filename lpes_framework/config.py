@@ -33,8 +33,7 @@ def plain(cfg) -> dict:
 # (threads are bounded because torch takes them as a C int: 10^20 was an overflow traceback; resamples because
 # the bootstrap draws them as one array, which 10^11 could not allocate, at the end of a search)
 _COUNTS = {"batch_size": (1, None), "seed": (0, None), "threads": (1, 4096), "validation.top_k": (1, None),
-           "validation.bootstrap_resamples": (1, 100_000), "validation.record_every": (0, None),
-           "bootstrap_resamples": (1, 100_000), "record_every": (0, None)}
+           "validation.bootstrap_resamples": (1, 100_000), "bootstrap_resamples": (1, 100_000), "record_every": (0, None)}
 
 
 def prepare(cfg) -> None:

@@ -100,7 +100,7 @@ TINY_TASK = ["model=tiny", "task.pairs=6", "task.gold_positions=[0,2,5]", "task.
              "plots=false"]
 TINY_SEARCH = [*TINY_TASK, "optimizer.population=5", "optimizer.parents=3", "optimizer.mutations=2",
                "optimizer.crossovers=2", "optimizer.generations=3", "validation.top_k=2",
-               "validation.bootstrap_resamples=200", "validation.record_every=1"]
+               "validation.bootstrap_resamples=200", "record_every=1"]
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ def last_error_line(proc) -> str:
     ("evaluate", ["bootstrap_resamples=0"], "bootstrap_resamples must be a whole number from 1 to"),
     ("evaluate", ["record_every=-1"], "record_every must be a whole number >= 0, got -1"),
     ("evaluate", ["record_every=2.5"], "record_every must be a whole number >= 0, got 2.5"),
-    ("search", ["validation.record_every=-2"], "validation.record_every must be a whole number >= 0, got -2"),
+    ("search", ["record_every=-2"], "record_every must be a whole number >= 0, got -2"),
     ("search", ["optimizer=gradient", "+task.step_contexts=1.5"], "kv_retrieval: step_contexts must be a whole number"),
     ("search", ["optimizer.population=9.5"], "option population=9.5 must be a whole number"),
     ("search", ["batch_size=2.5"], "batch_size must be a whole number >= 1"),

@@ -466,6 +466,51 @@ def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_
             Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
 
 
+def test_a_kill_during_a_fixed_split_scoring_rescores_only_the_run_it_interrupted(ga_run, tmp_path, monkeypatch):
+    """A schedule's rows on the fixed search split are kept a run of draws at a time (search_rows.jsonl) until its
+    scores go to evaluations.jsonl: a kill after the first draw of a candidate leaves that draw kept, and a
+    resume scores only its second draw before going on, to the same records and answer; a kept run whose rows
+    were changed is refused before any weights load."""
+    from lpes_framework.search import Search
+    from lpes_framework.execution.local import LocalExecutor
+
+    reference, _ = ga_run
+    records = read_jsonl(reference / "evaluations.jsonl")
+    kept_rows = read_jsonl(reference / "search_rows.jsonl")
+    scored = [i for i, r in enumerate(records) if r.get("kind") in ("baseline", "candidate") and "same_as" not in r]
+    assert [r["draws"] for r in kept_rows] == [[0, 1], [1, 2]] * len(scored)  # two runs for each scoring
+    assert [r["key"] for r in kept_rows[::2]] == [records[i]["key"] for i in scored]
+    cut = scored[2]  # killed after the first draw of the second candidate scored
+    lines = (reference / "evaluations.jsonl").read_text().splitlines()
+    (tmp_path / "evaluations.jsonl").write_text("\n".join(lines[:cut]) + "\n")
+    (tmp_path / "search_rows.jsonl").write_text("\n".join((reference / "search_rows.jsonl").read_text().splitlines()[:5])
+                                                + '\n{"key": "half-writ')  # killed mid-write
+    jobs = []
+    run = LocalExecutor.run
+
+    def counted(self, batch, desc="eval"):
+        jobs.extend(batch)
+        return run(self, batch, desc)
+
+    monkeypatch.setattr(LocalExecutor, "run", counted)
+    Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
+    search_jobs = [job for job in jobs if job.sample_set == "search"]
+    assert search_jobs[0].draws == (1, 2) and len(search_jobs) == len(kept_rows) - 5
+    mine = [{k: v for k, v in r.items() if k != "seconds"} for r in read_jsonl(tmp_path / "evaluations.jsonl")]
+    assert mine == [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+    assert read_jsonl(tmp_path / "search_rows.jsonl") == kept_rows
+    ours, theirs = (json.loads((d / "best_factors.json").read_text()) for d in (tmp_path, reference))
+    assert ours["factors"] == theirs["factors"] and ours["metrics"]["test"] == theirs["metrics"]["test"]
+    damaged = [dict(r) for r in kept_rows]
+    damaged[0]["rows"] = {t: per[:-1] for t, per in damaged[0]["rows"].items()}
+    (tmp_path / "search_rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in damaged))
+    with pytest.raises(LpesError, match=r"search_rows.jsonl: the rows of baseline \(search, draws 0-0\) are not"):
+        Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path)
+    (tmp_path / "search_rows.jsonl").write_text((reference / "heldout.jsonl").read_text())
+    with pytest.raises(LpesError, match="a record of split 'validation'; only search rows are kept there"):
+        Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path)
+
+
 def test_held_out_rows_written_whole_before_runs_of_draws_are_reused(ga_run, tmp_path, monkeypatch):
     """A run whose heldout.jsonl holds each method whole (written before records by runs of draws) resumes
     without scoring anything again, to the same answer."""

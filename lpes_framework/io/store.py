@@ -230,6 +230,9 @@ class RunStore:
         # each validation and test method's rows as it finishes: a kill during the held-out scoring (hours on
         # a 7B) re-scores only the method it interrupted
         self.heldout = JsonLog(self.dir / "heldout.jsonl")
+        # the fixed search split's rows of a schedule being scored, a run of draws a record (its scores go to
+        # evaluations.jsonl when whole): a kill during a half-hour scoring re-scores only the run it interrupted
+        self.search_rows = JsonLog(self.dir / "search_rows.jsonl")
         self.checkpoint = self.dir / "checkpoint.json"
         self.legacy = self.dir / LEGACY_CHECKPOINT
 

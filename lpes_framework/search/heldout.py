@@ -1,8 +1,10 @@
-"""The search's answer picked and measured on data it never saw: its top candidates re-scored on the
-validation split, the choice tested against the unpatched model and the best uniform scaling on the test
-split. A method's rows are written to ``heldout.jsonl`` after every ``every`` draws (contexts per position)
-of the split, so a kill re-scores only the run of draws it interrupted (a method on a mixture's split can
-take half an hour), and each distinct schedule is scored once."""
+"""Rows of long scorings kept a run of draws at a time, and the search's answer picked and measured on data it
+never saw: its top candidates re-scored on the validation split, the choice tested against the unpatched model
+and the best uniform scaling on the test split.
+
+A schedule's rows are written after every ``every`` draws (contexts per position) of the split it is scored
+on, so a kill re-scores only the run of draws it interrupted (a schedule on a mixture's split can take half an
+hour, on the fixed search split as on the held-out ones), and each distinct schedule is scored once."""
 
 from __future__ import annotations
 
@@ -10,7 +12,60 @@ from ..errors import LpesError
 from ..evaluation.comparison import Comparison
 from ..evaluation.results import rows_from_json, rows_to_json
 from ..execution import Job
-from ..io.store import RunStore, cache_key, read_rows
+from ..io.store import JsonLog, RunStore, cache_key, read_rows
+
+
+class RunRows:
+    def __init__(self, log: JsonLog, sample_sets: dict, splits: tuple, every: int, whole: bool):
+        """Rows of schedules scored on ``splits``, kept in ``log`` a run of ``every`` draws a record (0: a
+        schedule whole); ``whole``: whether a schedule scored in one run is written too (False where the caller
+        keeps its scores elsewhere)."""
+        self.log, self.sample_sets, self.whole = log, sample_sets, whole
+        # a split's runs of draws, a record each ([None]: a schedule whole)
+        self.parts = {split: sample_sets[split].runs(every) if every else [None] for split in splits}
+        self.held: dict[tuple, dict] = {}  # (key, draws or None for the whole split) -> record
+
+    def load(self) -> None:
+        """The rows a killed run had finished, by key and run of draws, each checked now (before any weights
+        load) to cover exactly its split's samples of those draws. Records of runs cut otherwise (another
+        ``every``) are checked and left unused: their draws are scored again."""
+        if not self.log.exists():
+            return
+        for record in read_rows(self.log.path):
+            split = record.get("split")
+            if split not in self.parts:
+                raise LpesError(f"{self.log.path}: a record of split {split!r}; only {' and '.join(self.parts)} rows "
+                                "are kept there")
+            draws = _draws(record.get("draws"), self.log.path)
+            samples = self.sample_sets[split]
+            want = _samples(samples if draws is None else samples.between(*draws))
+            rows = sorted((task, r.get("draw", 0), str(r["position"])) for task, per in record["rows"].items() for r in per)
+            if not want or rows != want:
+                span = "" if draws is None else f", draws {draws[0]}-{draws[1] - 1}"
+                raise LpesError(f"{self.log.path}: the rows of {record['method']} ({split}{span}) are not "
+                                "the split's samples; the file was changed: delete it and resume=true scores them again")
+            self.held[record["key"], draws] = record
+
+    def scored(self, executor, split: str, schedules: dict, desc: str):
+        """(key, rows, seconds) of each of ``schedules`` (key -> (name, factors, scheme config)) on ``split``, in
+        order, each as soon as it is whole: its runs from the log where finished before, the rest by
+        ``executor``, each run written there as soon as it is done. ``seconds``: what its new runs took."""
+        parts = {key: [None] if (key, None) in self.held else self.parts[split] for key in schedules}
+        todo = [(key, draws) for key, runs in parts.items() for draws in runs if (key, draws) not in self.held]
+        # every job at once (Ray workers take them side by side); their rows come back in this order
+        results = executor.run([Job(split, *schedules[key][1:], draws) for key, draws in todo], desc=desc)
+        for key, runs in parts.items():
+            seconds = 0.0
+            for draws in runs:
+                if (key, draws) in self.held:
+                    continue
+                rows, spent = next(results)
+                record = {"key": key, "method": schedules[key][0], "split": split, "rows": rows_to_json(rows)}
+                if self.whole or len(runs) > 1:
+                    self.log.append(record | ({} if draws is None else {"draws": list(draws)}))
+                self.held[key, draws] = record
+                seconds += spent
+            yield key, _joined([rows_from_json(self.held.pop((key, d))["rows"]) for d in runs]), seconds
 
 
 class HeldOut:
@@ -18,31 +73,11 @@ class HeldOut:
         """``regime``: the search split's cache regime (the split and scheme are set per method here);
         ``unpatched(factors, split)``: whether a schedule is the unpatched model on that split; ``every``:
         draws a record (0: a method whole)."""
-        self.store, self.sample_sets, self.regime, self.unpatched = store, sample_sets, regime, unpatched
-        # a split's runs of draws, a record each ([None]: a method whole)
-        self.parts = {split: sample_sets[split].runs(every) if every else [None] for split in ("validation", "test")}
-        self.held: dict[tuple, dict] = {}  # (key, draws or None for the whole split) -> record
+        self.regime, self.unpatched = regime, unpatched
+        self.kept = RunRows(store.heldout, sample_sets, ("validation", "test"), every, whole=True)
 
     def load(self) -> None:
-        """The rows a killed run had finished, by key and run of draws, each checked now (before any weights
-        load) to cover exactly its split's samples of those draws. Records of runs cut otherwise (another
-        ``every``) are checked and left unused: their draws are scored again."""
-        if not self.store.heldout.exists():
-            return
-        for record in read_rows(self.store.heldout.path):
-            split = record.get("split")
-            if split not in self.parts:
-                raise LpesError(f"{self.store.heldout.path}: a record of split {split!r}; only validation and test "
-                                "rows are kept there")
-            draws = _draws(record.get("draws"), self.store.heldout.path)
-            samples = self.sample_sets[split]
-            want = _samples(samples if draws is None else samples.between(*draws))
-            rows = sorted((task, r.get("draw", 0), str(r["position"])) for task, per in record["rows"].items() for r in per)
-            if not want or rows != want:
-                span = "" if draws is None else f", draws {draws[0]}-{draws[1] - 1}"
-                raise LpesError(f"{self.store.heldout.path}: the rows of {record['method']} ({split}{span}) are not "
-                                "the split's samples; the file was changed: delete it and resume=true scores them again")
-            self.held[record["key"], draws] = record
+        self.kept.load()
 
     def compare(self, executor, split: str, methods: dict) -> Comparison:
         """``methods`` (name -> (factors, scheme config)) scored on ``split``: from ``heldout.jsonl`` where
@@ -52,15 +87,8 @@ class HeldOut:
         names: dict[str, str] = {}  # each distinct schedule under the first name it has
         for name, key in keys.items():
             names.setdefault(key, name)
-        parts = {key: [None] if (key, None) in self.held else self.parts[split] for key in names}
-        todo = [(key, draws) for key, runs in parts.items() for draws in runs if (key, draws) not in self.held]
-        jobs = [Job(split, *methods[names[key]], draws) for key, draws in todo]
-        for (key, draws), (rows, _) in zip(todo, executor.run(jobs, desc=split)):
-            record = {"key": key, "method": names[key], "split": split, "rows": rows_to_json(rows)}
-            self.store.heldout.append(record | ({} if draws is None else {"draws": list(draws)}))
-            self.held[key, draws] = record
-        scored = {key: _joined([rows_from_json(self.held[key, draws]["rows"]) for draws in runs])
-                  for key, runs in parts.items()}
+        schedules = {key: (name, *methods[name]) for key, name in names.items()}
+        scored = {key: rows for key, rows, _ in self.kept.scored(executor, split, schedules, desc=split)}
         return Comparison({name: scored[key] for name, key in keys.items()})
 
     def validate(self, executor, candidates: dict, others: dict) -> Comparison:
@@ -87,6 +115,6 @@ def _samples(samples) -> list:
 
 
 def _joined(parts: list[dict]) -> dict:
-    """One method's rows from its runs of draws, by task in draw order."""
+    """One schedule's rows from its runs of draws, by task in draw order."""
     tasks = dict.fromkeys(task for rows in parts for task in rows)
     return {task: sorted((r for rows in parts for r in rows.get(task, [])), key=lambda r: r.draw) for task in tasks}

@@ -4,7 +4,7 @@ held out.
 Everything is checked (scheme options, curve bounds, tasks, optimizer settings, gene counts) before
 the model loads. Every optimizer runs in one loop (``optim.base``): ask, evaluate, tell, checkpoint.
 Candidates are scored by an executor (this process, or Ray workers); only this driver writes. Outputs
-land in the run folder: evaluations.jsonl, checkpoint.json, heldout.jsonl, best_factors.json,
+land in the run folder: evaluations.jsonl, checkpoint.json, search_rows.jsonl, heldout.jsonl, best_factors.json,
 factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
 """
 
@@ -22,7 +22,7 @@ from ..evaluation.comparison import uniform_method_name
 from ..evaluation.fitness import FitnessWeights, Outcome, outcome, task_scales
 from ..evaluation.results import by_position, scores_from_json, scores_to_json
 from ..evaluation.selection import candidate_name, select
-from ..execution import GradientJob, Job, build_executor, encode_splits
+from ..execution import GradientJob, build_executor, encode_splits
 from ..io.spec import KEY, RunSpec, file_digests
 from ..io.store import RunLock, RunStore, cache_key
 from ..model.load import identify
@@ -34,7 +34,7 @@ from ..position.curves import build_curve, uniform_scaling
 from ..registry import EXECUTORS, LOGGERS
 from ..report.loggers import build_logger
 from ..tasks import SPLITS, TASKS
-from .heldout import HeldOut
+from .heldout import HeldOut, RunRows
 from .outputs import write_result
 from .resume import restore
 
@@ -79,8 +79,8 @@ class Search:
         # held from before the "already holds a search" check to the end, so two runs started together
         # in one folder cannot both pass it and interleave their records
         self.lock = RunLock(self.out).acquire()
-        self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched,
-                               every=int(cfg.validation.record_every))
+        self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched, every=int(cfg.record_every))
+        self.fixed = RunRows(self.store.search_rows, self.sample_sets, ("search",), int(cfg.record_every), whole=False)
         self.executor = None  # started by setup()
         self.log: list[dict] = []
         try:
@@ -124,9 +124,10 @@ class Search:
             return
         self.cache, state = restore(self.store, self.spec, self.optimizer.objectives)
         self.heldout.load()
+        self.fixed.load()
         # the logs are this run's: a line a kill cut short goes before new ones
-        self.store.evaluations.repair()
-        self.store.heldout.repair()
+        for log in (self.store.evaluations, self.store.heldout, self.store.search_rows):
+            log.repair()
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
         try:
@@ -155,7 +156,8 @@ class Search:
 
     def score(self, candidates: list[tuple]) -> list[dict]:
         """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
-        cache where done before; the rest go to the executor and are written in this order. A schedule that
+        cache where done before; the rest go to the executor and are written in this order (their runs of
+        draws kept in search_rows.jsonl as they finish, see ``RunRows``). A schedule that
         is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
         scores instead of a second identical run."""
         keys = [cache_key(factors, self.regime) for factors, _, _ in candidates]
@@ -165,9 +167,11 @@ class Search:
         for key, (factors, kind, genome) in same.items():
             self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
         todo = {key: c for key, c in todo.items() if key not in same}
-        jobs = [Job("search", factors, None if factors is None else self.scheme_cfg) for factors, _, _ in todo.values()]
-        results = self.executor.run(jobs, desc=candidates[0][1] if candidates else "")
-        for (key, (factors, kind, genome)), (rows, seconds) in zip(todo.items(), results):
+        schedules = {key: (kind, factors, None if factors is None else self.scheme_cfg)
+                     for key, (factors, kind, _) in todo.items()}
+        desc = candidates[0][1] if candidates else ""
+        for key, rows, seconds in self.fixed.scored(self.executor, "search", schedules, desc=desc):
+            factors, kind, genome = todo[key]
             scores = scores_to_json({task: by_position(r) for task, r in rows.items()})
             self._record(key, factors, kind, genome, scores, seconds)
         return [self.cache[key] for key in keys]
