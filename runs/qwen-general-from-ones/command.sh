@@ -11,8 +11,9 @@
 # command with resume=true goes on.
 # Then: bench/transfer.py --general runs/qwen-general-from-ones/best_factors.json --methods unpatched "general preset"
 # (vt-1k and mdqa-2k first: the columns the earlier rows harmed).
+# START and RUN_DIR: another start on the same mixture (runs/qwen-general-vt).
 set -eo pipefail
-START=1.0 RUN_DIR=runs/qwen-general-from-ones bash runs/qwen-general/command.sh \
+START=${START:-1.0} RUN_DIR=${RUN_DIR:-runs/qwen-general-from-ones} bash runs/qwen-general/command.sh \
     +task@extra_tasks.vt=vt 'extra_tasks.vt.context_tokens=[1024,2048]' 'extra_tasks.vt.depths=[0,50,100]' \
     extra_tasks.vt.samples_per_position=12 +extra_tasks.vt.step_contexts=4 \
     +task@extra_tasks.mdqa2k=mdqa extra_tasks.mdqa2k.path=runs/qwen-transfer/mdqa-capitals-45_docs.jsonl.gz \
