@@ -421,12 +421,26 @@ def test_nsga2_resumes_by_replaying_its_generations(tmp_path):
     assert history(tmp_path / "resumed", 3, resume=True) == straight
 
 
+def jobs_given(monkeypatch) -> list:
+    """The jobs every LocalExecutor.run is given from now on, in order; each run is done as before."""
+    from lpes_framework.execution.local import LocalExecutor
+
+    jobs = []
+    run = LocalExecutor.run
+
+    def counted(self, batch, desc="eval"):
+        jobs.extend(batch)
+        return run(self, batch, desc)
+
+    monkeypatch.setattr(LocalExecutor, "run", counted)
+    return jobs
+
+
 def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_run, tmp_path, monkeypatch):
     """Validation and test rows are kept after every run of draws of a method (heldout.jsonl, one draw a record
     in TINY_SEARCH), bound to the run by their key; a kill in the middle of a method leaves its first draws
     kept, and a resume scores only the draws the kill left unscored and writes the same answer."""
     from lpes_framework.search import Search
-    from lpes_framework.execution.local import LocalExecutor
 
     reference, _ = ga_run
     held = read_jsonl(reference / "heldout.jsonl")
@@ -437,14 +451,7 @@ def test_a_kill_during_the_heldout_scoring_rescores_only_what_it_interrupted(ga_
         (tmp_path / name).write_bytes((reference / name).read_bytes())
     kept = (reference / "heldout.jsonl").read_text().splitlines()[:3]  # the second method's first draw
     (tmp_path / "heldout.jsonl").write_text("\n".join(kept) + '\n{"key": "half-writ')  # killed mid-write
-    jobs = []
-    run = LocalExecutor.run
-
-    def counted(self, batch, desc="eval"):
-        jobs.extend(batch)
-        return run(self, batch, desc)
-
-    monkeypatch.setattr(LocalExecutor, "run", counted)
+    jobs = jobs_given(monkeypatch)
     Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
     # each distinct schedule's draws are scored once (a top candidate may be the uniform one); the kept three not again
     assert [(job.factors is None, job.draws) for job in jobs][0] == (False, (1, 2))
@@ -472,7 +479,6 @@ def test_a_kill_during_a_fixed_split_scoring_rescores_only_the_run_it_interrupte
     resume scores only its second draw before going on, to the same records and answer; a kept run whose rows
     were changed is refused before any weights load."""
     from lpes_framework.search import Search
-    from lpes_framework.execution.local import LocalExecutor
 
     reference, _ = ga_run
     records = read_jsonl(reference / "evaluations.jsonl")
@@ -485,14 +491,7 @@ def test_a_kill_during_a_fixed_split_scoring_rescores_only_the_run_it_interrupte
     (tmp_path / "evaluations.jsonl").write_text("\n".join(lines[:cut]) + "\n")
     (tmp_path / "search_rows.jsonl").write_text("\n".join((reference / "search_rows.jsonl").read_text().splitlines()[:5])
                                                 + '\n{"key": "half-writ')  # killed mid-write
-    jobs = []
-    run = LocalExecutor.run
-
-    def counted(self, batch, desc="eval"):
-        jobs.extend(batch)
-        return run(self, batch, desc)
-
-    monkeypatch.setattr(LocalExecutor, "run", counted)
+    jobs = jobs_given(monkeypatch)
     Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
     search_jobs = [job for job in jobs if job.sample_set == "search"]
     assert search_jobs[0].draws == (1, 2) and len(search_jobs) == len(kept_rows) - 5
