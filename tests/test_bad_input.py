@@ -56,6 +56,8 @@ def last_error_line(proc) -> str:
     ("search", ["curve.high=inf"], "option high=inf must be a finite number"),
     ("evaluate", ["methods.uniform=[1e300]"], "factors must be finite and in [1e-06, 1e+06]"),
     ("search", ["resume=true"], "holds no search to continue"),
+    ("search", ["reuse=[/nonexistent/run]"], "reuse: /nonexistent/run holds no search (no evaluations.jsonl)"),
+    ("search", ["reuse=runs"], "reuse must be a list of run folders, got 'runs'"),
     ("search", ["task.weight=nan"], "weight must be a finite number"),
     ("search", ["task.weight=abc"], "weight must be a finite number"),
     ("search", ["task.max_new_tokens=0"], "max_new_tokens must be a whole number from 1 to"),

@@ -529,3 +529,43 @@ def test_held_out_rows_written_whole_before_runs_of_draws_are_reused(ga_run, tmp
     Search(compose_config("config", [*TINY_SEARCH, "resume=true"]), tmp_path).run()
     mine, theirs = (json.loads((d / "best_factors.json").read_text()) for d in (tmp_path, reference))
     assert mine["factors"] == theirs["factors"] and mine["metrics"]["test"] == theirs["metrics"]["test"]
+
+
+def test_a_search_takes_what_another_search_scored_under_its_keys(ga_run, tmp_path, monkeypatch):
+    """reuse=[folder]: the same search in a new folder scores nothing (the other run scored every schedule on
+    every split under the same keys) and writes the same answer, each score it took marked with its folder;
+    another optimizer on the same tasks takes the unpatched model's rows and scores the rest. A borrowed score
+    changed in its file, or a folder of another model, is refused before any weights load."""
+    from lpes_framework.search import Search
+
+    reference, _ = ga_run
+    jobs = jobs_given(monkeypatch)
+    Search(compose_config("config", [*TINY_SEARCH, f"reuse=[{reference}]"]), tmp_path / "again").run()
+    assert jobs == []
+    mine, theirs = (json.loads((d / "best_factors.json").read_text()) for d in (tmp_path / "again", reference))
+    assert mine["factors"] == theirs["factors"] and mine["metrics"]["test"] == theirs["metrics"]["test"]
+    records = [r for r in read_jsonl(tmp_path / "again" / "evaluations.jsonl")[1:] if "same_as" not in r]
+    assert records and all(r["reused_from"] == str(reference) for r in records)  # the identity: the baseline's
+    assert all(r["reused_from"] == str(reference) for r in read_jsonl(tmp_path / "again" / "heldout.jsonl"))
+
+    random = [*TINY_TASK, "optimizer=random", "optimizer.population=3", "optimizer.generations=1",
+              "validation.top_k=2", "validation.bootstrap_resamples=200", "record_every=1", f"reuse=[{reference}]"]
+    Search(compose_config("config", random), tmp_path / "random").run()
+    assert jobs and all(job.factors is not None for job in jobs)  # the unpatched model: no job on any split
+    baseline = read_jsonl(tmp_path / "random" / "evaluations.jsonl")[1]
+    assert baseline["kind"] == "baseline" and baseline["reused_from"] == str(reference)
+
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    lines = read_jsonl(reference / "evaluations.jsonl")
+    lines[1]["scores"]["kv_retrieval"]["0"]["count"] += 1
+    (damaged / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    with pytest.raises(LpesError, match="are not of this run's search split"):
+        Search(compose_config("config", [*TINY_SEARCH, f"reuse=[{damaged}]"]), tmp_path / "third")
+    lines = read_jsonl(reference / "evaluations.jsonl")
+    lines[0]["spec"]["model"]["rope_theta"] = 500000.0
+    (damaged / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    with pytest.raises(LpesError, match="searched another model"):
+        Search(compose_config("config", [*TINY_SEARCH, f"reuse=[{damaged}]"]), tmp_path / "third")
+    with pytest.raises(LpesError, match="this run's own folder"):
+        Search(compose_config("config", [*TINY_SEARCH, "resume=true", f"reuse=[{reference}]"]), reference)

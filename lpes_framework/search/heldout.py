@@ -24,34 +24,51 @@ class RunRows:
         # a split's runs of draws, a record each ([None]: a schedule whole)
         self.parts = {split: sample_sets[split].runs(every) if every else [None] for split in splits}
         self.held: dict[tuple, dict] = {}  # (key, draws or None for the whole split) -> record
+        self.lent: dict[tuple, dict] = {}  # the same, of other runs (``borrow``)
 
     def load(self) -> None:
         """The rows a killed run had finished, by key and run of draws, each checked now (before any weights
         load) to cover exactly its split's samples of those draws. Records of runs cut otherwise (another
         ``every``) are checked and left unused: their draws are scored again."""
-        if not self.log.exists():
-            return
-        for record in read_rows(self.log.path):
+        self.held = self._read(self.log)
+
+    def borrow(self, logs: list[JsonLog]) -> None:
+        """Rows other runs (``reuse``) kept under this run's keys, checked as this run's own; taken where this
+        run would score them, and then written to its own log."""
+        for log in logs:
+            for found, record in self._read(log).items():
+                self.lent.setdefault(found, record | {"reused_from": str(log.path.parent)})
+
+    def _read(self, log: JsonLog) -> dict[tuple, dict]:
+        held = {}
+        if not log.exists():
+            return held
+        for record in read_rows(log.path):
             split = record.get("split")
             if split not in self.parts:
-                raise LpesError(f"{self.log.path}: a record of split {split!r}; only {' and '.join(self.parts)} rows "
+                raise LpesError(f"{log.path}: a record of split {split!r}; only {' and '.join(self.parts)} rows "
                                 "are kept there")
-            draws = _draws(record.get("draws"), self.log.path)
+            draws = _draws(record.get("draws"), log.path)
             samples = self.sample_sets[split]
             want = _samples(samples if draws is None else samples.between(*draws))
             rows = sorted((task, r.get("draw", 0), str(r["position"])) for task, per in record["rows"].items() for r in per)
             if not want or rows != want:
                 span = "" if draws is None else f", draws {draws[0]}-{draws[1] - 1}"
-                raise LpesError(f"{self.log.path}: the rows of {record['method']} ({split}{span}) are not "
+                raise LpesError(f"{log.path}: the rows of {record.get('method')} ({split}{span}) are not "
                                 "the split's samples; the file was changed: delete it and resume=true scores them again")
-            self.held[record["key"], draws] = record
+            held[record["key"], draws] = record
+        return held
 
     def scored(self, executor, split: str, schedules: dict, desc: str):
         """(key, rows, seconds) of each of ``schedules`` (key -> (name, factors, scheme config)) on ``split``, in
-        order, each as soon as it is whole: its runs from the log where finished before, the rest by
-        ``executor``, each run written there as soon as it is done. ``seconds``: what its new runs took."""
-        parts = {key: [None] if (key, None) in self.held else self.parts[split] for key in schedules}
-        todo = [(key, draws) for key, runs in parts.items() for draws in runs if (key, draws) not in self.held]
+        order, each as soon as it is whole: its runs from the log where finished before (or from another run's,
+        ``borrow``), the rest by ``executor``, each run written there as soon as it is done. ``seconds``: what
+        its new runs took."""
+        def have(key, draws):
+            return (key, draws) in self.held or (key, draws) in self.lent
+
+        parts = {key: [None] if have(key, None) else self.parts[split] for key in schedules}
+        todo = [(key, draws) for key, runs in parts.items() for draws in runs if not have(key, draws)]
         # every job at once (Ray workers take them side by side); their rows come back in this order
         results = executor.run([Job(split, *schedules[key][1:], draws) for key, draws in todo], desc=desc)
         for key, runs in parts.items():
@@ -59,12 +76,17 @@ class RunRows:
             for draws in runs:
                 if (key, draws) in self.held:
                     continue
-                rows, spent = next(results)
-                record = {"key": key, "method": schedules[key][0], "split": split, "rows": rows_to_json(rows)}
+                if (key, draws) in self.lent:
+                    record = self.lent.pop((key, draws)) | {"method": schedules[key][0]}
+                else:
+                    rows, spent = next(results)
+                    record = {"key": key, "method": schedules[key][0], "split": split, "rows": rows_to_json(rows)}
+                    seconds += spent
+                    if draws is not None:
+                        record["draws"] = list(draws)
                 if self.whole or len(runs) > 1:
-                    self.log.append(record | ({} if draws is None else {"draws": list(draws)}))
+                    self.log.append(record)
                 self.held[key, draws] = record
-                seconds += spent
             yield key, _joined([rows_from_json(self.held.pop((key, d))["rows"]) for d in runs]), seconds
 
 
@@ -78,6 +100,9 @@ class HeldOut:
 
     def load(self) -> None:
         self.kept.load()
+
+    def borrow(self, stores: list[RunStore]) -> None:
+        self.kept.borrow([store.heldout for store in stores])
 
     def compare(self, executor, split: str, methods: dict) -> Comparison:
         """``methods`` (name -> (factors, scheme config)) scored on ``split``: from ``heldout.jsonl`` where

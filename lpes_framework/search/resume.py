@@ -7,7 +7,7 @@ from ..io.spec import KEY, RunSpec, differences, model_differences
 from ..io.store import RunStore, read_evaluations
 
 # Keys that may change between a run and its resume without changing any score.
-RESUME_FREE = {"resume", "logger", "threads", "progress", "plots", "validation", "executor", "record_every"}
+RESUME_FREE = {"resume", "logger", "threads", "progress", "plots", "validation", "executor", "record_every", "reuse"}
 
 
 def fingerprint(data: dict, objectives: int) -> dict:

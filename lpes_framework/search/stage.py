@@ -10,6 +10,7 @@ factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,7 @@ from ..tasks import SPLITS, TASKS
 from .heldout import HeldOut, RunRows
 from .outputs import write_result
 from .resume import restore
+from .reuse import fixed_split_scores, other_runs
 
 
 class Search:
@@ -85,6 +87,7 @@ class Search:
         self.log: list[dict] = []
         try:
             self._restore_or_refuse(cfg.resume)
+            self._borrow(cfg.get("reuse"))
         except BaseException:  # a refused resume leaves the folder free (a process that lives on, a notebook)
             self.lock.release()
             raise
@@ -137,6 +140,15 @@ class Search:
                             f"{str(exc)[:80]}); delete it and resume=true replays the search from evaluations.jsonl") from None
         self.log = state["log"]
 
+    def _borrow(self, folders) -> None:
+        """The scores other searches (``reuse``) made under this run's keys, read and checked now, before any
+        weights load: taken where this run would score the same schedule on the same split."""
+        others = other_runs(folders, self.spec, self.out)
+        expected = {task: dict(Counter(str(e.sample.position) for e in items))
+                    for task, items in self.sample_sets["search"].encoded.items()}
+        self.borrowed = fixed_split_scores(others, self.spec, expected)
+        self.heldout.borrow(others)
+
     def setup(self, loaded=None) -> None:
         """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
         reused) and score the unpatched baseline."""
@@ -156,7 +168,7 @@ class Search:
 
     def score(self, candidates: list[tuple]) -> list[dict]:
         """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
-        cache where done before; the rest go to the executor and are written in this order (their runs of
+        cache where done before, or from another search's log (``reuse``); the rest go to the executor and are written in this order (their runs of
         draws kept in search_rows.jsonl as they finish, see ``RunRows``). A schedule that
         is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
         scores instead of a second identical run."""
@@ -166,6 +178,10 @@ class Search:
         same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0], "search")}
         for key, (factors, kind, genome) in same.items():
             self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
+        for key in [key for key in todo if key in self.borrowed and key not in same]:
+            factors, kind, genome = todo.pop(key)
+            lent = self.borrowed[key]
+            self._record(key, factors, kind, genome, lent["scores"], seconds=0.0, reused_from=lent["reused_from"])
         todo = {key: c for key, c in todo.items() if key not in same}
         schedules = {key: (kind, factors, None if factors is None else self.scheme_cfg)
                      for key, (factors, kind, _) in todo.items()}
