@@ -333,6 +333,21 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
     judge.refused("a test-split record in search_rows.jsonl, resume", cli(
         "lpes_framework", *SEARCH, f"hydra.run.dir={folder}", "resume=true"), "only search rows are kept there")
 
+    # another search's folder lent to a new one (reuse=), its held-out rows cut under their key, or its baseline's
+    # scores counted over samples the split does not hold: refused before the model loads, not taken
+    lent = crafted_copy(reference, tmp / "lent")
+    held = [json.loads(line) for line in (reference / "heldout.jsonl").read_text().splitlines()]
+    held[0]["rows"] = {task: rows[:-1] for task, rows in held[0]["rows"].items()}
+    (lent / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held))
+    before = snapshot(lent)
+    judge.refused("a lent folder's held-out rows cut, reuse", cli(
+        "lpes_framework", *SEARCH, f"hydra.run.dir={tmp / 'borrower'}", f"reuse=[{lent}]"), "are not the split's samples",
+        kept=lent, before=before)
+    lent = crafted_copy(reference, tmp / "lent-counts", lambda records: records[1]["scores"]["kv_retrieval"]["0"].update(
+        count=records[1]["scores"]["kv_retrieval"]["0"]["count"] + 1))
+    judge.refused("a lent folder's baseline counted over other samples, reuse", cli(
+        "lpes_framework", *SEARCH, f"hydra.run.dir={tmp / 'borrower'}", f"reuse=[{lent}]"), "not of this run's search split")
+
     # competitor options that make the method the unpatched model under its name
     site = tmp / "site"
     for plugin in ("lpes-fim", "lpes-posscale", "lpes-mspoe"):
