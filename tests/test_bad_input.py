@@ -58,6 +58,8 @@ def last_error_line(proc) -> str:
     ("search", ["resume=true"], "holds no search to continue"),
     ("search", ["reuse=[/nonexistent/run]"], "reuse: /nonexistent/run holds no search (no evaluations.jsonl)"),
     ("search", ["reuse=runs"], "reuse must be a list of run folders, got 'runs'"),
+    ("search", ["reuse=5"], "reuse must be a list of run folders, got 5"),
+    ("search", ["reuse=[[a]]"], "reuse must be a list of run folders, got [['a']]"),
     ("search", ["task.weight=nan"], "weight must be a finite number"),
     ("search", ["task.weight=abc"], "weight must be a finite number"),
     ("search", ["task.max_new_tokens=0"], "max_new_tokens must be a whole number from 1 to"),

@@ -20,12 +20,12 @@ from ..io.store import RunStore, read_evaluations
 SCORED = ("baseline", "candidate")  # records that hold a schedule's fixed-split scores (steps hold gradients)
 
 
-def other_runs(folders, spec: RunSpec, here: Path) -> list[RunStore]:
-    """The stores of the searches in ``folders``, refused in one line unless each holds a search of this
+def other_runs(folders, here: Path) -> list[RunStore]:
+    """The stores of the searches in ``folders`` (a list, as the config holds it), refused in one line unless each holds a search of this
     run's model (checked before any weights load)."""
     if folders is None:
         return []
-    if isinstance(folders, (str, bytes)) or not all(isinstance(f, str) and f for f in folders):
+    if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders):
         raise LpesError(f"reuse must be a list of run folders, got {folders!r}")
     stores = []
     for folder in folders:

@@ -87,7 +87,7 @@ class Search:
         self.log: list[dict] = []
         try:
             self._restore_or_refuse(cfg.resume)
-            self._borrow(cfg.get("reuse"))
+            self._borrow(config.get("reuse"))
         except BaseException:  # a refused resume leaves the folder free (a process that lives on, a notebook)
             self.lock.release()
             raise
@@ -143,7 +143,7 @@ class Search:
     def _borrow(self, folders) -> None:
         """The scores other searches (``reuse``) made under this run's keys, read and checked now, before any
         weights load: taken where this run would score the same schedule on the same split."""
-        others = other_runs(folders, self.spec, self.out)
+        others = other_runs(folders, self.out)
         expected = {task: dict(Counter(str(e.sample.position) for e in items))
                     for task, items in self.sample_sets["search"].encoded.items()}
         self.borrowed = fixed_split_scores(others, self.spec, expected)
