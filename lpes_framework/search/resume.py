@@ -24,14 +24,22 @@ def fingerprint(data: dict, objectives: int) -> dict:
     return data
 
 
+def recorded_run(store: RunStore) -> tuple[list[dict], RunSpec]:
+    """A search log's records (each checked, the log as one run's: ``read_evaluations``) and its run record,
+    refused in one line where the log holds none (nothing ties its scores to any settings)."""
+    path = store.evaluations.path
+    records = read_evaluations(path)
+    if not records or records[0]["key"] != KEY:
+        raise LpesError(f"{path} holds no run record (its first line), so nothing ties it to these settings; a "
+                        "search cannot continue from it or take its scores")
+    return records, RunSpec.from_json(records[0]["spec"], str(path))
+
+
 def restore(store: RunStore, spec: RunSpec, objectives: int) -> tuple[dict[str, dict], dict | None]:
     """The evaluation cache (records by key, each checked against the schema) and the last checkpoint of
     the run in ``store``, refused unless it was made with ``spec``'s settings."""
-    cache = {r["key"]: r for r in read_evaluations(store.evaluations.path)}
-    if KEY not in cache:
-        raise LpesError(f"{store.evaluations.path} holds no run record (its first line), so nothing ties it "
-                        "to these settings; a search cannot continue from it")
-    recorded = RunSpec.from_json(cache[KEY]["spec"], str(store.evaluations.path))
+    records, recorded = recorded_run(store)
+    cache = {r["key"]: r for r in records}
     # a file the run read is compared by its bytes where the record holds them: moved is fine, edited is not
     same_bytes = {k for k, digest in recorded.files.items() if spec.files.get(k) == digest}
     differ = [d for d in differences(fingerprint(recorded.config, objectives), fingerprint(spec.config, objectives))

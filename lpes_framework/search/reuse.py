@@ -14,15 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import LpesError
-from ..io.spec import KEY, RunSpec, model_differences
-from ..io.store import RunStore, read_evaluations
+from ..io.spec import RunSpec, model_differences
+from ..io.store import RunStore
+from .resume import recorded_run
 
 SCORED = ("baseline", "candidate")  # records that hold a schedule's fixed-split scores (steps hold gradients)
 
 
 def other_runs(folders, here: Path) -> list[RunStore]:
-    """The stores of the searches in ``folders`` (a list, as the config holds it), refused in one line unless each holds a search of this
-    run's model (checked before any weights load)."""
+    """The stores of the searches in ``folders`` (a list, as the config holds it), refused in one line unless
+    each holds a search log other than this run's own (checked before any weights load)."""
     if folders is None:
         return []
     if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders):
@@ -43,11 +44,7 @@ def fixed_split_scores(stores: list[RunStore], spec: RunSpec, expected: dict[str
     holding exactly ``expected``'s tasks, gold positions and sample counts (task -> position -> count)."""
     found: dict[str, dict] = {}
     for store in stores:
-        path = store.evaluations.path
-        records = read_evaluations(path)
-        if not records or records[0]["key"] != KEY:
-            raise LpesError(f"reuse: {path} holds no run record (its first line)")
-        recorded = RunSpec.from_json(records[0]["spec"], str(path))
+        records, recorded = recorded_run(store)
         differ = model_differences(recorded.model, spec.model)
         if differ:
             raise LpesError(f"reuse: {store.dir} searched another model ({', '.join(differ[:3])} differ)")
@@ -56,7 +53,7 @@ def fixed_split_scores(stores: list[RunStore], spec: RunSpec, expected: dict[str
                 continue
             counts = {task: {pos: stats["count"] for pos, stats in per.items()} for task, per in record["scores"].items()}
             if counts != expected:
-                raise LpesError(f"reuse: {path}: the scores under key {record['key'][:12]} are not of this run's "
+                raise LpesError(f"reuse: {store.evaluations.path}: the scores under key {record['key'][:12]} are not of this run's "
                                 "search split (its tasks, positions and samples); the file was changed")
             found[record["key"]] = record | {"reused_from": str(store.dir)}
     return found

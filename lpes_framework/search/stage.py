@@ -168,9 +168,9 @@ class Search:
 
     def score(self, candidates: list[tuple]) -> list[dict]:
         """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
-        cache where done before, or from another search's log (``reuse``); the rest go to the executor and are written in this order (their runs of
-        draws kept in search_rows.jsonl as they finish, see ``RunRows``). A schedule that
-        is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
+        cache where done before, or from another search's log (``reuse``); the rest go to the executor and are
+        written in this order (their runs of draws kept in search_rows.jsonl as they finish, see ``RunRows``).
+        A schedule that is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
         scores instead of a second identical run."""
         keys = [cache_key(factors, self.regime) for factors, _, _ in candidates]
         todo = {key: c for key, c in zip(keys, candidates) if key not in self.cache}  # distinct keys, in order
@@ -178,11 +178,11 @@ class Search:
         same = {key: c for key, c in todo.items() if baseline is not None and self._unpatched(c[0], "search")}
         for key, (factors, kind, genome) in same.items():
             self._record(key, factors, kind, genome, baseline["scores"], seconds=0.0, same_as=baseline["key"])
-        for key in [key for key in todo if key in self.borrowed and key not in same]:
+        todo = {key: c for key, c in todo.items() if key not in same}
+        for key in [key for key in todo if key in self.borrowed]:
             factors, kind, genome = todo.pop(key)
             lent = self.borrowed[key]
             self._record(key, factors, kind, genome, lent["scores"], seconds=0.0, reused_from=lent["reused_from"])
-        todo = {key: c for key, c in todo.items() if key not in same}
         schedules = {key: (kind, factors, None if factors is None else self.scheme_cfg)
                      for key, (factors, kind, _) in todo.items()}
         desc = candidates[0][1] if candidates else ""
