@@ -341,12 +341,12 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
     (lent / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held))
     before = snapshot(lent)
     judge.refused("a lent folder's held-out rows cut, reuse", cli(
-        "lpes_framework", *SEARCH, f"hydra.run.dir={tmp / 'borrower'}", f"reuse=[{lent}]"), "are not the split's samples",
+        "lpes_framework", *SEARCH, f"hydra.run.dir={tmp / 'borrower'}", f"reuse=[{lent}]"), "changed: leave that folder out of reuse",
         kept=lent, before=before)
     lent = crafted_copy(reference, tmp / "lent-counts", lambda records: records[1]["scores"]["kv_retrieval"]["0"].update(
         count=records[1]["scores"]["kv_retrieval"]["0"]["count"] + 1))
     judge.refused("a lent folder's baseline counted over other samples, reuse", cli(
-        "lpes_framework", *SEARCH, f"hydra.run.dir={tmp / 'borrower'}", f"reuse=[{lent}]"), "not of this run's search split")
+        "lpes_framework", *SEARCH, f"hydra.run.dir={tmp / 'borrower'}", f"reuse=[{lent}]"), "changed: leave that folder out of reuse")
 
     # competitor options that make the method the unpatched model under its name
     site = tmp / "site"

@@ -534,8 +534,9 @@ def test_held_out_rows_written_whole_before_runs_of_draws_are_reused(ga_run, tmp
 def test_a_search_takes_what_another_search_scored_under_its_keys(ga_run, tmp_path, monkeypatch):
     """reuse=[folder]: the same search in a new folder scores nothing (the other run scored every schedule on
     every split under the same keys) and writes the same answer, each score it took marked with its folder;
-    another optimizer on the same tasks takes the unpatched model's rows and scores the rest. A borrowed score
-    changed in its file, or a folder of another model, is refused before any weights load."""
+    another optimizer on the same tasks takes the unpatched model's rows and scores the rest. A borrowed score or
+    held-out row changed in its file, or a folder of another model, is refused before any weights load, the
+    message pointing at the lent folder (never written here), not at a resume."""
     from lpes_framework.search import Search
 
     reference, _ = ga_run
@@ -560,8 +561,15 @@ def test_a_search_takes_what_another_search_scored_under_its_keys(ga_run, tmp_pa
     lines = read_jsonl(reference / "evaluations.jsonl")
     lines[1]["scores"]["kv_retrieval"]["0"]["count"] += 1
     (damaged / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    with pytest.raises(LpesError, match="are not of this run's search split"):
+    with pytest.raises(LpesError, match="not of this run's search split .* leave that folder out of reuse"):
         Search(compose_config("config", [*TINY_SEARCH, f"reuse=[{damaged}]"]), tmp_path / "third")
+    (damaged / "evaluations.jsonl").write_text((reference / "evaluations.jsonl").read_text())
+    held = read_jsonl(reference / "heldout.jsonl")
+    held[0]["rows"] = {task: rows[:-1] for task, rows in held[0]["rows"].items()}
+    (damaged / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held))
+    with pytest.raises(LpesError, match="not the split's samples; the file was changed: leave that folder out of reuse"):
+        Search(compose_config("config", [*TINY_SEARCH, f"reuse=[{damaged}]"]), tmp_path / "third")
+    (damaged / "heldout.jsonl").unlink()
     lines = read_jsonl(reference / "evaluations.jsonl")
     lines[0]["spec"]["model"]["rope_theta"] = 500000.0
     (damaged / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))

@@ -30,16 +30,17 @@ class RunRows:
         """The rows a killed run had finished, by key and run of draws, each checked now (before any weights
         load) to cover exactly its split's samples of those draws. Records of runs cut otherwise (another
         ``every``) are checked and left unused: their draws are scored again."""
-        self.held = self._read(self.log)
+        self.held = self._read(self.log, "delete it and resume=true scores them again")
 
     def borrow(self, logs: list[JsonLog]) -> None:
         """Rows other runs (``reuse``) kept under this run's keys, checked as this run's own; taken where this
         run would score them, and then written to its own log."""
         for log in logs:
-            for found, record in self._read(log).items():
+            # another run's file is never touched here: the way on is without it
+            for found, record in self._read(log, "leave that folder out of reuse").items():
                 self.lent.setdefault(found, record | {"reused_from": str(log.path.parent)})
 
-    def _read(self, log: JsonLog) -> dict[tuple, dict]:
+    def _read(self, log: JsonLog, remedy: str) -> dict[tuple, dict]:
         held = {}
         if not log.exists():
             return held
@@ -55,7 +56,7 @@ class RunRows:
             if not want or rows != want:
                 span = "" if draws is None else f", draws {draws[0]}-{draws[1] - 1}"
                 raise LpesError(f"{log.path}: the rows of {record.get('method')} ({split}{span}) are not "
-                                "the split's samples; the file was changed: delete it and resume=true scores them again")
+                                f"the split's samples; the file was changed: {remedy}")
             held[record["key"], draws] = record
         return held
 

@@ -53,7 +53,8 @@ def fixed_split_scores(stores: list[RunStore], spec: RunSpec, expected: dict[str
                 continue
             counts = {task: {pos: stats["count"] for pos, stats in per.items()} for task, per in record["scores"].items()}
             if counts != expected:
-                raise LpesError(f"reuse: {store.evaluations.path}: the scores under key {record['key'][:12]} are not of this run's "
-                                "search split (its tasks, positions and samples); the file was changed")
+                raise LpesError(f"reuse: {store.evaluations.path}: the scores under key {record['key'][:12]} are not "
+                                "of this run's search split (its tasks, positions and samples); the file was changed: "
+                                "leave that folder out of reuse")
             found[record["key"]] = record | {"reused_from": str(store.dir)}
     return found
