@@ -17,6 +17,10 @@ variants = {f"no-{name}": [[1.0] * len(f) if layer in layers else f for layer, f
             for name, layers in thirds.items()}
 variants |= {f"no-band-{band}": [[1.0 if b == band else x for b, x in enumerate(f)] for f in factors]
              for band in range(len(factors[0]))}
+# the second round: one band of the middle third (layers 8-15, whose reset took most of the cost away)
+variants |= {f"no-layers-8-15-band-{band}": [[1.0 if b == band and layer in thirds["layers-8-15"] else x
+                                              for b, x in enumerate(f)] for layer, f in enumerate(factors)]
+             for band in range(len(factors[0]))}
 for name, values in variants.items():
     record = factors_record(model=source["model"], scheme=source["scheme"], factors=values,
                             metrics={"derived_from": str(SOURCE), "reset_to_1": name})
