@@ -5,17 +5,20 @@
 # and the unpatched model on the *validation* split (fresh contexts, not the matrix's test haystacks, so a variant
 # picked here is still tested clean there): vt at depth 0 only (the larger cost), 40 haystacks (40 samples a
 # method); then what the variants that lose the vt cost keep of the KV ~1K gain (the matrix's KV ~1K regime, 20
-# haystacks x 10 positions). Resumable: run again and every method already scored is reused.
+# haystacks x 10 positions). Three rounds: layer thirds and bands, the bands of layers 8-15, then the long band of
+# each of those layers. Resumable: run again and every method already scored is reused.
 set -eo pipefail
 V=runs/qwen-vt-ablation
 VT_VARIANTS=${VT_VARIANTS:-"no-layers-0-7 no-layers-8-15 no-layers-16-23 no-band-0 no-band-1 no-band-2
-  no-layers-8-15-band-0 no-layers-8-15-band-1 no-layers-8-15-band-2"}
-KV_VARIANTS=${KV_VARIANTS:-"no-layers-8-15 no-layers-8-15-band-0 no-layers-8-15-band-1 no-layers-8-15-band-2"}
+  no-layers-8-15-band-0 no-layers-8-15-band-1 no-layers-8-15-band-2 $(printf 'no-layer-%s-band-2 ' {8..15})"}
+KV_VARIANTS=${KV_VARIANTS:-"no-layers-8-15 no-layers-8-15-band-0 no-layers-8-15-band-1 no-layers-8-15-band-2
+  $(printf 'no-layer-%s-band-2 ' {8..15})"}
 files() { echo "runs/qwen-general-wider/best_factors.json$(printf ",$V/%s/best_factors.json" $@)"; }
 python $V/variants.py
 EVALUATE="python -m lpes_framework.commands.evaluate model=qwen2.5-0.5b pos=ntk +pos.bands=[128,2048] split=validation
   batch_size=10 record_every=10 resume=true progress=false methods.uniform=[]"
-$EVALUATE task=vt task.depths=[0] task.samples_per_position=40 hydra.run.dir=$V/scores \
+# STAGE=vt or STAGE=kv runs one of the two (side by side on two cores); both by default
+[ "${STAGE:-vt}" = kv ] || $EVALUATE task=vt task.depths=[0] task.samples_per_position=40 hydra.run.dir=$V/scores \
     "methods.factors_files=[$(files $VT_VARIANTS)]" "$@"
-$EVALUATE task=kv_retrieval task.layout=queries task.pairs=50 task.gold_positions=[0,5,11,16,22,27,33,38,44,49] \
+[ "${STAGE:-kv}" = vt ] || $EVALUATE task=kv_retrieval task.layout=queries task.pairs=50 task.gold_positions=[0,5,11,16,22,27,33,38,44,49] \
     task.samples_per_position=20 hydra.run.dir=$V/kv-1k "methods.factors_files=[$(files $KV_VARIANTS)]" "$@"

@@ -21,6 +21,10 @@ variants |= {f"no-band-{band}": [[1.0 if b == band else x for b, x in enumerate(
 variants |= {f"no-layers-8-15-band-{band}": [[1.0 if b == band and layer in thirds["layers-8-15"] else x
                                               for b, x in enumerate(f)] for layer, f in enumerate(factors)]
              for band in range(len(factors[0]))}
+# the third round: that band (wavelengths over 2048 tokens, the one whose reset there took the vt cost away) one
+# layer at a time, since the same eight factors also carry 40% of the KV ~1K gain
+variants |= {f"no-layer-{layer}-band-2": [[1.0 if b == 2 and i == layer else x for b, x in enumerate(f)]
+                                          for i, f in enumerate(factors)] for layer in thirds["layers-8-15"]}
 for name, values in variants.items():
     record = factors_record(model=source["model"], scheme=source["scheme"], factors=values,
                             metrics={"derived_from": str(SOURCE), "reset_to_1": name})
