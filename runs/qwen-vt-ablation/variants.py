@@ -13,18 +13,23 @@ HERE = Path(__file__).parent
 source = json.loads(SOURCE.read_text())
 factors = source["factors"]  # per layer, one factor per band (wavelengths under 128, 128-2048, longer)
 thirds = {"layers-0-7": range(0, 8), "layers-8-15": range(8, 16), "layers-16-23": range(16, 24)}
-variants = {f"no-{name}": [[1.0] * len(f) if layer in layers else f for layer, f in enumerate(factors)]
-            for name, layers in thirds.items()}
-variants |= {f"no-band-{band}": [[1.0 if b == band else x for b, x in enumerate(f)] for f in factors]
-             for band in range(len(factors[0]))}
+bands = range(len(factors[0]))
+
+
+def reset(where) -> list[list[float]]:
+    """The schedule with the factors at (layer, band) where ``where`` holds put back to 1."""
+    return [[1.0 if where(layer, b) else x for b, x in enumerate(f)] for layer, f in enumerate(factors)]
+
+
+variants = {f"no-{name}": reset(lambda layer, b, layers=layers: layer in layers) for name, layers in thirds.items()}
+variants |= {f"no-band-{band}": reset(lambda layer, b, band=band: b == band) for band in bands}
 # the second round: one band of the middle third (layers 8-15, whose reset took most of the cost away)
-variants |= {f"no-layers-8-15-band-{band}": [[1.0 if b == band and layer in thirds["layers-8-15"] else x
-                                              for b, x in enumerate(f)] for layer, f in enumerate(factors)]
-             for band in range(len(factors[0]))}
+middle = thirds["layers-8-15"]
+variants |= {f"no-layers-8-15-band-{band}": reset(lambda layer, b, band=band: b == band and layer in middle)
+             for band in bands}
 # the third round: that band (wavelengths over 2048 tokens, the one whose reset there took the vt cost away) one
 # layer at a time, since the same eight factors also carry 40% of the KV ~1K gain
-variants |= {f"no-layer-{layer}-band-2": [[1.0 if b == 2 and i == layer else x for b, x in enumerate(f)]
-                                          for i, f in enumerate(factors)] for layer in thirds["layers-8-15"]}
+variants |= {f"no-layer-{one}-band-2": reset(lambda layer, b, one=one: b == 2 and layer == one) for one in middle}
 for name, values in variants.items():
     record = factors_record(model=source["model"], scheme=source["scheme"], factors=values,
                             metrics={"derived_from": str(SOURCE), "reset_to_1": name})
