@@ -30,6 +30,15 @@ variants |= {f"no-layers-8-15-band-{band}": reset(lambda layer, b, band=band: b 
 # the third round: that band (wavelengths over 2048 tokens, the one whose reset there took the vt cost away) one
 # layer at a time, since the same eight factors also carry 40% of the KV ~1K gain
 variants |= {f"no-layer-{one}-band-2": reset(lambda layer, b, one=one: b == 2 and layer == one) for one in middle}
+# the fourth round: layer 9's long band (0.50, the curve's lower bound) alone held most of both vt's cost and the
+# KV loss; halfway to 1 on the log scale, or with layer 11's (the next largest vt share) also at 1, or with the
+# middle third's band 1 also at 1 (whose reset raised KV), does vt's cost fall faster than KV's gain?
+halfway = [list(f) for f in factors]
+halfway[9][2] = factors[9][2] ** 0.5
+variants[f"layer-9-band-2-at-{halfway[9][2]:.2f}"] = halfway
+variants["no-layers-9-11-band-2"] = reset(lambda layer, b: b == 2 and layer in (9, 11))
+variants["no-layers-8-15-band-1-layer-9-band-2"] = reset(
+    lambda layer, b: (b == 1 and layer in middle) or (b == 2 and layer == 9))
 for name, values in variants.items():
     record = factors_record(model=source["model"], scheme=source["scheme"], factors=values,
                             metrics={"derived_from": str(SOURCE), "reset_to_1": name})
