@@ -39,6 +39,10 @@ variants[f"layer-9-band-2-at-{halfway[9][2]:.2f}"] = halfway
 variants["no-layers-9-11-band-2"] = reset(lambda layer, b: b == 2 and layer in (9, 11))
 variants["no-layers-8-15-band-1-layer-9-band-2"] = reset(
     lambda layer, b: (b == 1 and layer in middle) or (b == 2 and layer == 9))
+# the fifth round: layers 9 and 11's long bands at 1 took vt's cost away (layer 11's without a KV cost), and the
+# middle third's band 1 at 1 gave back the KV gain that layer 9's reset lost: all three together
+variants["no-layers-8-15-band-1-layers-9-11-band-2"] = reset(
+    lambda layer, b: (b == 1 and layer in middle) or (b == 2 and layer in (9, 11)))
 for name, values in variants.items():
     record = factors_record(model=source["model"], scheme=source["scheme"], factors=values,
                             metrics={"derived_from": str(SOURCE), "reset_to_1": name})
