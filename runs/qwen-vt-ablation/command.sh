@@ -7,16 +7,17 @@
 # method); then what the variants that lose the vt cost keep of the KV ~1K gain (the matrix's KV ~1K regime, 20
 # haystacks x 10 positions). Four rounds: layer thirds and bands, the bands of layers 8-15, the long band of each
 # of those layers, then layer 9's long band halfway and with its neighbours', and a fifth, the three resets that
-# each helped together (variants.py; listed before the third round's last layers so that they are scored first). Resumable: run again and every method already scored is reused.
+# each helped together (variants.py; listed before the third round's last layers so that they are scored first).
+# Resumable: run again and every method already scored is reused.
 set -eo pipefail
 V=runs/qwen-vt-ablation
-ROUND4="layer-9-band-2-at-0.71 no-layers-9-11-band-2 no-layers-8-15-band-1-layer-9-band-2
+LATER="layer-9-band-2-at-0.71 no-layers-9-11-band-2 no-layers-8-15-band-1-layer-9-band-2
   no-layers-8-15-band-1-layers-9-11-band-2"
 VT_VARIANTS=${VT_VARIANTS:-"no-layers-0-7 no-layers-8-15 no-layers-16-23 no-band-0 no-band-1 no-band-2
-  no-layers-8-15-band-0 no-layers-8-15-band-1 no-layers-8-15-band-2 $ROUND4
+  no-layers-8-15-band-0 no-layers-8-15-band-1 no-layers-8-15-band-2 $LATER
   $(printf 'no-layer-%s-band-2 ' {8..15})"}
 KV_VARIANTS=${KV_VARIANTS:-"no-layers-8-15 no-layers-8-15-band-0 no-layers-8-15-band-1 no-layers-8-15-band-2
-  $ROUND4 $(printf 'no-layer-%s-band-2 ' {8..15})"}
+  $LATER $(printf 'no-layer-%s-band-2 ' {8..15})"}
 files() { echo "runs/qwen-general-wider/best_factors.json$(printf ",$V/%s/best_factors.json" $@)"; }
 python $V/variants.py
 EVALUATE="python -m lpes_framework.commands.evaluate model=qwen2.5-0.5b pos=ntk +pos.bands=[128,2048] split=validation
