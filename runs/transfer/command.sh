@@ -12,3 +12,8 @@ GENERAL=${GENERAL:-runs/qwen-general/from-kv/best_factors.json}
 python bench/transfer.py --columns $COLUMNS --methods unpatched "KV preset" "$@"
 python bench/transfer.py --columns $COLUMNS --general $GENERAL --methods unpatched "general preset" "$@"
 python bench/transfer.py --columns $COLUMNS --general $GENERAL "$@" | tee runs/transfer/transfer.txt
+# The candidate general row (issue 37, twelfth session): the widened schedule with the ten factors the vt ablation
+# found put back to 1 (runs/qwen-vt-ablation, picked on validation contexts), on the eleven columns of the issue's bar
+CANDIDATE=runs/qwen-vt-ablation/no-layers-8-15-band-1-layers-9-11-band-2/best_factors.json
+python bench/transfer.py --also "widened, 10 factors at 1=$CANDIDATE" --methods unpatched "widened, 10 factors at 1" \
+    --columns kv-1k vt-1k niah_multivalue-1k cwe-1k mdqa-2k kv-4k mdqa-1k niah_multikey_1-1k cwe-2k kv-2k niah_multikey_1-2k "$@"
