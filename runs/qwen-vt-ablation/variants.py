@@ -44,7 +44,8 @@ variants["no-layers-8-15-band-1-layer-9-band-2"] = reset(
 variants["no-layers-8-15-band-1-layers-9-11-band-2"] = reset(
     lambda layer, b: (b == 1 and layer in middle) or (b == 2 and layer in (9, 11)))
 for name, values in variants.items():
-    record = factors_record(model=source["model"], scheme=source["scheme"], factors=values,
+    # the task block: the regime the source was searched in, which lpes retest re-tests a derived file in
+    record = factors_record(model=source["model"], scheme=source["scheme"], factors=values, task=source["task"],
                             metrics={"derived_from": str(SOURCE), "reset_to_1": name})
     (HERE / name).mkdir(exist_ok=True)
     write_json_atomic(HERE / name / "best_factors.json", record)
