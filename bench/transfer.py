@@ -118,6 +118,8 @@ def main() -> None:
                              "search/best_factors.json'; plugin schemes need their package installed)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40)")
+    parser.add_argument("--markdown", action="store_true", help="also print the matrix as a Markdown table, one "
+                        "line a column (for README and docs)")
     parser.add_argument("--report", action="store_true", help="score nothing: the matrix of the rows already "
                         "in the columns' rows.jsonl (a blank where a method lacks some; columns without one left out)")
     args = parser.parse_args()
@@ -163,6 +165,8 @@ def main() -> None:
         raise SystemExit(f"error: no method but unpatched is scored on all of a column's haystacks under {args.out}")
     report_cost(costs, len(rows))
     report(scored, columns, args.out, args.row or ("general preset" if general else "KV preset"))
+    if args.markdown:
+        print(markdown(scored, columns))
 
 
 def column_cost(folder: Path, unpatched: dict[str, list]) -> tuple[float | None, int]:
@@ -214,6 +218,21 @@ def report(table: dict, columns: list[str], out: Path, row: str) -> None:
     print(f"summarised row: {row}")
     print(f"columns={len(logprob)} harmed={harmed} helped={helped} mean_delta={mean:.4f} "
           f"kv_middle_gain={gain:.2f} kv_ci_low={low:.2f}")
+
+
+def markdown(table: dict, columns: list[str]) -> str:
+    """The matrix transposed (a line a column, a column a method, as many methods as fit a page's width): the
+    gold log-prob delta per token with its interval, in bold where the interval excludes 0; blank where unscored."""
+    def cell(cells, column):
+        if column not in cells:
+            return ""
+        d, lo, hi = cells[column][1]
+        text = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        return f"**{text}**" if lo > 0 or hi < 0 else text
+
+    lines = ["| column | " + " | ".join(table) + " |", "|---" * (len(table) + 1) + "|"]
+    lines += [f"| {c} | " + " | ".join(cell(cells, c) for cells in table.values()) + " |" for c in columns]
+    return "\n".join(lines)
 
 
 def heat_map(table: dict, columns: list[str], path: Path) -> None:
