@@ -43,3 +43,12 @@ def test_a_preset_applies_to_its_model(name):
     pytest.importorskip(package, reason=f"the preset's model is not installed (make {target})")
     model, _, _ = load_model(compose_config("config", [f"model={option}"]).model)
     apply_factors_file(model, name).remove()  # the identity check (layers, head_dim, rope theta) passes
+
+
+def test_lpes_preset_lists_each_shipped_preset_with_its_held_out_gain(capsys):
+    from lpes_framework.commands.preset import main
+
+    main([])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == preset_names()
+    assert all("held out on kv_retrieval: middle exact +" in line for line in lines)  # every preset gains there

@@ -1,5 +1,7 @@
-"""Make a preset from a run: a factors file that carries its held-out evidence, ready to ship or share.
+"""List the shipped presets, or make one from a run: a factors file that carries its held-out evidence, ready
+to ship or share.
 
+    lpes preset     (each shipped preset: its model, scheme, the task it was re-tested on and its held-out gain)
     python -m lpes_framework.commands.preset <run>/best_factors.json --heldout <evaluate folder> --name my-model
         [--out lpes_framework/presets]
 
@@ -58,16 +60,39 @@ def make_preset(factors: str, heldout: Path, name: str, out: Path = PRESETS) -> 
     return target
 
 
+def preset_lines() -> list[str]:
+    """A line a shipped preset: name, model, factors' shape, and its held-out middle gain over unpatched."""
+    from ..model.factors_file import preset_names
+
+    lines = []
+    for name in preset_names():
+        record = load_factors(name)
+        factors = record["factors"]
+        bands = len(factors[0]) if isinstance(factors[0], list) else 1
+        task = record["task"]["name"]
+        middle = record["metrics"]["intervals"]["found - unpatched"][task]["middle"]
+        lines.append(f"{name:30} {record['model']['name']}, {record['scheme']['name']} x {len(factors)} layers x "
+                     f"{bands} band{'s' * (bands > 1)}; held out on {task}: middle exact {middle['delta']:+.1f} "
+                     f"[{middle['low']:+.1f}, {middle['high']:+.1f}] points over unpatched")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     from .cli import one_line_errors
 
     parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.preset", description=__doc__.split("\n\n")[0])
-    parser.add_argument("factors", help="the factors file (a search's best_factors.json)")
-    parser.add_argument("--heldout", type=Path, required=True, help="the evaluate folder that re-tested it")
-    parser.add_argument("--name", required=True, help="the preset's name (its file name without .json)")
+    parser.add_argument("factors", nargs="?", help="the factors file (a search's best_factors.json); without it, "
+                        "the shipped presets are listed")
+    parser.add_argument("--heldout", type=Path, help="the evaluate folder that re-tested it")
+    parser.add_argument("--name", help="the preset's name (its file name without .json)")
     parser.add_argument("--out", type=Path, default=PRESETS, help="folder to write into (default: the package's "
                         "presets)")
     args = parser.parse_args(argv)
+    if args.factors is None:
+        print("\n".join(one_line_errors(preset_lines)()))
+        return
+    if args.heldout is None or args.name is None:
+        parser.error("making a preset needs --heldout and --name")
     print(f"wrote {one_line_errors(make_preset)(args.factors, args.heldout, args.name, args.out)}")
 
 
