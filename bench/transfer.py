@@ -60,8 +60,8 @@ def methods(general: str | None, also: dict[str, str] | None = None) -> dict[str
     return rows | (also or {})
 
 
-def column_config(name: str, rows: dict[str, str | None], threads: int, haystacks: int | None):
-    """The evaluate config of one column and its rows."""
+def column_config(name: str, rows: dict[str, str | None], threads: int, haystacks: int | None, seed: int = 0):
+    """The evaluate config of one column and its rows; ``seed`` draws the column's test haystacks."""
     from omegaconf import open_dict
 
     from lpes_framework.config import compose_config
@@ -70,7 +70,7 @@ def column_config(name: str, rows: dict[str, str | None], threads: int, haystack
     overrides, default = COLUMNS[name]
     haystacks = haystacks or default
     files = [f for f in rows.values() if f]
-    cfg = compose_config("evaluate", ["model=qwen2.5-0.5b", "pos=ntk", "split=test", *overrides,
+    cfg = compose_config("evaluate", ["model=qwen2.5-0.5b", "pos=ntk", "split=test", f"seed={seed}", *overrides,
                                       f"task.samples_per_position={haystacks}", f"threads={threads}",
                                       "progress=false", "resume=true", "batch_size=10",
                                       # four records a method: a kill loses a quarter of it at most, and the
@@ -117,6 +117,8 @@ def main() -> None:
                         help="more rows: a label and a factors file each (e.g. 'head scales=runs/qwen-headscale/"
                              "search/best_factors.json'; plugin schemes need their package installed)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0, help="draw other test haystacks (a fresh test of rows chosen "
+                        "after looking at the matrix; e.g. with --out runs/transfer-seed1)")
     parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40)")
     parser.add_argument("--markdown", action="store_true", help="also print the matrix as a Markdown table, one "
                         "line a column (for README and docs)")
@@ -140,7 +142,7 @@ def main() -> None:
     if not args.report:
         chosen = {k: v for k, v in rows.items() if not args.methods or k in args.methods or k == "unpatched"}
         for column in args.columns:
-            run_evaluate(column_config(column, chosen, args.threads, args.haystacks), args.out / column)
+            run_evaluate(column_config(column, chosen, args.threads, args.haystacks, args.seed), args.out / column)
     # the matrix so far, every method's rows found as a scoring would reuse them: a scoring of a few methods or
     # columns still ends on the whole matrix (its heat map and last line), never on the part it scored
     names = file_method_names([f for f in rows.values() if f]) | {None: None}
@@ -149,7 +151,8 @@ def main() -> None:
     costs = {}
     columns = []
     for column in [c for c in (args.columns if args.report else COLUMNS) if (args.out / c / "rows.jsonl").exists()]:
-        per_method = scored_rows(column_config(column, rows, args.threads, args.haystacks), args.out / column)
+        per_method = scored_rows(column_config(column, rows, args.threads, args.haystacks, args.seed),
+                                 args.out / column)
         if "unpatched" not in per_method:  # a column still being scored: the rest of the matrix stands without it
             print(f"left out {column}: its unpatched row is not scored on all its haystacks yet")
             continue
