@@ -224,8 +224,9 @@ def report(table: dict, columns: list[str], out: Path, row: str) -> None:
 
 
 def markdown(table: dict, columns: list[str]) -> str:
-    """The matrix transposed (a line a column, a column a method, as many methods as fit a page's width): the
-    gold log-prob delta per token with its interval, in bold where the interval excludes 0; blank where unscored."""
+    """The matrix transposed (a line a column, a table column a method: eleven lines fit a page, eleven table
+    columns do not): the gold log-prob delta per token with its interval, in bold where the interval excludes 0;
+    blank where unscored."""
     def cell(cells, column):
         if column not in cells:
             return ""
