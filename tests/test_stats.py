@@ -91,3 +91,17 @@ def test_ends_and_middle_have_one_definition_whatever_the_count():
     assert interval["middle"].delta == -50.0 and interval["0"].delta == -100.0
     weights = FitnessWeights.defaults()
     assert task_score(by_position(rows(False)), by_position(rows(True)), weights) == -0.5  # the mean, no end penalty
+
+
+def test_effect_lines_claim_no_change_from_one_haystack():
+    """One haystack bootstraps to its own point (delta = low = high), which must not read as a measured gain."""
+    from lpes_framework.evaluation.comparison import Comparison, effect_lines
+
+    def rows(logprob, draws):
+        return [ScoreRow(position=p, logprob=logprob, exact=True, first=True, first_logprob=logprob, tokens=2, draw=d)
+                for d in draws for p in (0, 1, 2)]
+
+    for draws, says in (([0], "only the point on one haystack"), ([0, 1], "excludes 0: a measured gain")):
+        comparison = Comparison(rows={"found": {"kv": rows(-0.5, draws)}, "unpatched": {"kv": rows(-1.0, draws)}})
+        comparison.add_intervals("found", "unpatched")
+        assert says in effect_lines(comparison, "found", "unpatched")[0]

@@ -110,8 +110,12 @@ def effect_lines(comparison: Comparison, a: str, b: str) -> list[str]:
     pair = f"{a} - {b}"
     for task, parts in comparison.logprob_intervals.get(pair, {}).items():
         lp, em = parts["middle"], comparison.intervals[pair][task]["middle"]
-        says = ("excludes 0: a measured gain" if lp.low > 0 else "excludes 0: a measured loss" if lp.high < 0
-                else "includes 0: no change measured")
+        # one haystack resamples to itself: its "interval" is the point, which would read as a measured change
+        if len({r.draw for r in comparison.rows[a][task]}) < 2:
+            says = "is only the point on one haystack: no spread to measure a change by"
+        else:
+            says = ("excludes 0: a measured gain" if lp.low > 0 else "excludes 0: a measured loss" if lp.high < 0
+                    else "includes 0: no change measured")
         lines.append(f"  {task}, middle gold positions: gold answer log-prob {lp.format(4)} nats per token, "
                      f"the 95% interval {says}; exact match {em} points")
     return lines
