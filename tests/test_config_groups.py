@@ -18,7 +18,7 @@ CONF = Path(__file__).resolve().parent.parent / "conf"
 # options that set a plugin up as a named variant (RULER's task names) rather than naming it
 VARIANTS = {**{f"niah_{v}": "ruler_niah" for v in ("single_1", "single_2", "single_3", "multikey_1", "multikey_2",
                                                    "multikey_3", "multivalue", "multiquery")},
-            "vt": "variable_tracking", "cwe": "common_words", "fwe": "frequent_words"}
+            "vt": "variable_tracking", "cwe": "common_words", "fwe": "frequent_words", "mdqa_capitals": "mdqa"}
 OPTIONS = [(group, p.stem) for group in ("pos", "curve", "optimizer", "task", "logger", "executor", "model")
            for p in sorted((CONF / group).glob("*.yaml"))]
 
@@ -76,7 +76,8 @@ def check_built(group: str, option: str, cfg, built) -> None:
     elif group == "task":
         plugin = VARIANTS.get(option, option)
         spec = task_specs(cfg)[plugin]  # every option the YAML sets is the task's (windows: its sample count)
-        described = built.settings() | {"windows": built.samples_per_position}
+        # the options at their older behaviour stay out of the settings (older runs' cache keys)
+        described = dict(built.unkeyed_defaults) | built.settings() | {"windows": built.samples_per_position}
         if option == "perplexity":  # its defaults stay out of the settings (older runs' cache keys), and its
             # guard changes the fitness, not the samples
             described |= {"source": built.source, "score_from": built.score_from, "max_ratio": built.max_ratio}

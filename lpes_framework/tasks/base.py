@@ -98,6 +98,9 @@ class Task:
     # a search guard instead of a reward: a perplexity ratio to unpatched above which a candidate is
     # penalised (perplexity tasks set it; evaluation.fitness and the gradient objective read it)
     max_ratio: float | None = None
+    # options added after runs were recorded, at the value that behaves as before the option existed: left out of
+    # the cache key, so that those runs keep their keys (``settings``)
+    unkeyed_defaults: tuple[tuple[str, object], ...] = (("step_contexts", 1),)
 
     def __init__(self, *, seed: int = 0, samples_per_position: int = 10, chat_template: str | bool = "auto",
                  max_new_tokens: int = 48, weight: float = 1.0, step_contexts: int = 1):
@@ -165,10 +168,10 @@ class Task:
         return None
 
     def settings(self) -> dict:
-        """Everything that changes the samples: part of the evaluation cache key (``step_contexts`` at 1 left
-        out, so that runs recorded before the option keep their keys)."""
+        """Everything that changes the samples: part of the evaluation cache key (``unkeyed_defaults`` left
+        out)."""
         return {k: v for k, v in vars(self).items()
-                if not k.startswith("_") and (k, v) != ("step_contexts", 1)} | {"name": self.name}
+                if not k.startswith("_") and (k, v) not in self.unkeyed_defaults} | {"name": self.name}
 
     def uses_chat(self, tokenizer) -> bool:
         return self.chat_template is True or (
@@ -247,8 +250,9 @@ LAYOUTS = ("queries", "move")
 
 def check_layout(name: str, layout: str) -> str:
     """``queries``: one context per sample draw, one question per gold position about the item that sits
-    there (the samples share the context as a token prefix, so scoring runs it once); ``move``: one
-    gold item moved through the positions, one context per position (the original experiments)."""
+    there (the samples share the context as a token prefix, so scoring runs it once: one forward a draw
+    instead of one a position); ``move``: one gold item moved through the positions, one context per
+    position (the original experiments)."""
     if layout not in LAYOUTS:
         raise LpesError(f"{name}: layout must be one of {', '.join(LAYOUTS)}, got '{layout}'")
     return layout

@@ -4,7 +4,11 @@ that chain. ``chains`` chains of ``hops`` hops each (RULER: 1 x 4), a worked exa
 few-shot example; here with 3-letter names and a fixed 5 noise lines, where RULER fills it to 500 tokens).
 Where RULER scatters each chain at random, the queried chain's first assignment sits at the sample's
 depth and its hops follow at random places after it, so that results come by depth; values are
-distinct across chains (RULER may repeat one, which makes the answer ambiguous).
+distinct across chains (RULER may repeat one, which makes the answer ambiguous). That is ``layout: move``, one
+context a depth; ``layout: queries`` builds one context a draw with a chain starting at every depth (its hops
+after it) and asks for each chain in turn, so the questions share the context as a prefix and it is scored
+once. It departs from RULER in holding at least one chain a depth (RULER's vt: 1 chain; here 5, so each
+question has four distractor chains RULER does not have).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from ..errors import whole
 from ..registry import TASKS
 from ._haystack import _depths, placed
 from ._ruler import NOISE, RulerTask, distinct, random_letters
-from .base import Sample
+from .base import Sample, check_layout
 
 TEMPLATE = ("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n{context}\n"
             "Question: Find all variables that are assigned the value {query} in the text above.")
@@ -30,23 +34,30 @@ def chain_lines(names: list[str], value: int) -> list[str]:
 @TASKS.plugin
 class VariableTracking(RulerTask):
     def __init__(self, *, chains: int = 1, hops: int = 4, fewshot: bool = True, depths=(0, 25, 50, 75, 100),
-                 **common):
+                 layout: str = "move", **common):
         super().__init__(**common)
         chains, hops = whole(chains, f"{self.name}: chains", 1), whole(hops, f"{self.name}: hops", 1)
-        self.check_fits("chains x (hops + 1) assignments", chains * (hops + 1))
         self.chains, self.hops, self.fewshot = chains, hops, bool(fewshot)
         self.depths = _depths(depths)
+        self.layout = check_layout(self.name, layout)
+        self.check_fits("chains x (hops + 1) assignments", self._chain_count() * (hops + 1))
+
+    unkeyed_defaults = RulerTask.unkeyed_defaults + (("layout", "move"),)
+
+    def _chain_count(self) -> int:
+        """Chains a draw holds: one a depth at the least in the queries layout, each asked once."""
+        return max(self.chains, len(self.depths)) if self.layout == "queries" else self.chains
 
     def positions(self) -> list[int]:
         return self.depths
 
-    def _chains(self, rng, letters: int) -> tuple[list[list[str]], list[int]]:
-        names = distinct(rng, self.chains * (self.hops + 1), lambda r: random_letters(r, letters))
-        values = [int(v) for v in distinct(rng, self.chains, lambda r: str(r.integers(10000, 99999)))]
-        return [names[c * (self.hops + 1):(c + 1) * (self.hops + 1)] for c in range(self.chains)], values
+    def _chains(self, rng, letters: int, chains: int) -> tuple[list[list[str]], list[int]]:
+        names = distinct(rng, chains * (self.hops + 1), lambda r: random_letters(r, letters))
+        values = [int(v) for v in distinct(rng, chains, lambda r: str(r.integers(10000, 99999)))]
+        return [names[c * (self.hops + 1):(c + 1) * (self.hops + 1)] for c in range(chains)], values
 
     def _example(self, rng) -> str:
-        names, values = self._chains(rng, 3)
+        names, values = self._chains(rng, 3, self.chains)
         lines = [NOISE + "\n"] * EXAMPLE_NOISE
         for chain, value in zip(names, values):
             lines = _scatter(rng, lines, chain_lines(chain, value))
@@ -56,24 +67,28 @@ class VariableTracking(RulerTask):
 
     def _material(self, rng, target: int):
         example = self._example(rng) if self.fewshot else ""
-        names, values = self._chains(rng, 5)
+        names, values = self._chains(rng, 5, self._chain_count())
         # where each chain's lines go, as shares of the haystack: drawn once, so every n and depth agree
         spread = [sorted(rng.random(self.hops + 1)) for _ in names]
-        query = values[0]
+        queries = self.layout == "queries"
 
         def build(n: int, depth: int) -> Sample:
-            head = depth / 100
+            # the asked chain starts at the depth, its hops after it; so does every chain of the queries layout
+            heads = {self.depths.index(d) if queries else 0: d / 100 for d in (self.depths if queries else [depth])}
+            asked = self.depths.index(depth) if queries else 0
 
-            def share(c: int, i: int, u: float) -> float:  # the queried chain: head at the depth, hops after it
-                return u if c else head if i == 0 else head + (1 - head) * u
+            def share(c: int, i: int, u: float) -> float:
+                head = heads.get(c)
+                return u if head is None else head if i == 0 else head + (1 - head) * u
 
             at = [(round(share(c, i, u) * n), line) for c, (chain, value) in enumerate(zip(names, values))
                   for i, (u, line) in enumerate(zip(spread[c], chain_lines(chain, value)))]
             lines = placed([NOISE + "\n"] * n, at)  # a stable sort: a chain's lines keep their order
             context = " ".join(lines).replace(". \n", ".\n")
+            query = values[asked]
             return Sample(prompt=example + TEMPLATE.format(context=context, query=query),
                           prefix=ANSWER_PREFIX.format(count=self.hops + 1, query=query),
-                          answer=" " + " ".join(names[0]), position=depth, references=tuple(names[0]))
+                          answer=" " + " ".join(names[asked]), position=depth, references=tuple(names[asked]))
 
         return build
 
