@@ -46,6 +46,12 @@ COLUMNS = {
     **{f"{task}-{k}k": ([f"task={task}", f"task.context_tokens={1024 * k}", f"task.depths={DEPTHS}"], 40)
        for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)},
     **{f"cwe-{k}k": (["task=cwe", f"task.context_tokens={1024 * k}"], 40) for k in (1, 2)},
+    # the queries layouts (one context a draw, asked at every depth: a fifth of the forwards), beside the columns
+    # they stand for; MDQA's documents generated (source=capitals) as the file's were
+    "mdqa-1k-queries": (["task=mdqa_capitals", "task.chat_template=false", "task.gold_positions=[0,5,10,14,19]"], 60),
+    **{f"{task}-{k}k-queries": ([f"task={task}", f"task.context_tokens={1024 * k}", f"task.depths={DEPTHS}",
+                                 "task.layout=queries"], 60)
+       for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)},
 }
 
 
