@@ -66,8 +66,9 @@ def methods(general: str | None, also: dict[str, str] | None = None) -> dict[str
     return rows | (also or {})
 
 
-def column_config(name: str, rows: dict[str, str | None], threads: int, haystacks: int | None, seed: int = 0):
-    """The evaluate config of one column and its rows; ``seed`` draws the column's test haystacks."""
+def column_config(name: str, rows: dict[str, str | None], threads: int, haystacks: int | None, seed: int = 0,
+                  split: str = "test"):
+    """The evaluate config of one column and its rows; ``seed`` draws the column's haystacks of ``split``."""
     from omegaconf import open_dict
 
     from lpes_framework.config import compose_config
@@ -76,7 +77,7 @@ def column_config(name: str, rows: dict[str, str | None], threads: int, haystack
     overrides, default = COLUMNS[name]
     haystacks = haystacks or default
     files = [f for f in rows.values() if f]
-    cfg = compose_config("evaluate", ["model=qwen2.5-0.5b", "pos=ntk", "split=test", f"seed={seed}", *overrides,
+    cfg = compose_config("evaluate", ["model=qwen2.5-0.5b", "pos=ntk", f"split={split}", f"seed={seed}", *overrides,
                                       f"task.samples_per_position={haystacks}", f"threads={threads}",
                                       "progress=false", "resume=true", "batch_size=10",
                                       # four records a method: a kill loses a quarter of it at most, and the
@@ -88,6 +89,50 @@ def column_config(name: str, rows: dict[str, str | None], threads: int, haystack
     with open_dict(cfg):
         cfg.pos.merge_with(load_factors(KV_PRESET)["scheme"])  # the preset's bands (a uniform factor ignores them)
     return cfg
+
+
+SIZE_FILE = "haystacks.json"  # a column's haystack count, chosen from a validation pilot before its test was scored
+
+
+def column_haystacks(folder: Path, given: int | None) -> int | None:
+    """The haystack count a column is scored and reported with: ``--haystacks`` where given, else the count its
+    pilot chose (``SIZE_FILE``), else None (the column's own default)."""
+    from lpes_framework.io.store import read_json
+
+    if given or not (folder / SIZE_FILE).exists():
+        return given
+    record = read_json(folder / SIZE_FILE)
+    draws = record.get("draws") if isinstance(record, dict) else None
+    if not isinstance(draws, int) or isinstance(draws, bool) or draws < 1:
+        raise SystemExit(f"error: {folder / SIZE_FILE} holds no haystack count (draws: {draws!r})")
+    return draws
+
+
+def choose_haystacks(name: str, rows: dict[str, str | None], args, folder: Path) -> int:
+    """The column's test haystack count for ``--precision``: its rows scored on ``--pilot`` validation haystacks
+    (``folder``/pilot), the count whose paired log-prob intervals reach the precision (``sample_size``), capped
+    at ``--cap``; written to ``SIZE_FILE`` before any test haystack is scored, and kept from then on (a test
+    column is never grown after its interval is seen)."""
+    from lpes_framework.compare.run import run_evaluate
+    from lpes_framework.evaluation.results import paired
+    from lpes_framework.evaluation.sample_size import sample_size
+    from lpes_framework.model.factors_file import write_json_atomic
+
+    recorded = column_haystacks(folder, None)
+    if recorded:
+        return recorded
+    pilot = run_evaluate(column_config(name, rows, args.threads, args.pilot, args.seed, split="validation"),
+                         folder / "pilot")["rows"]
+    base = pilot["unpatched"]
+    task = next(iter(base))  # the column's task (the perplexity guard of KV ~1K comes second)
+    size = sample_size([paired(by_task[task], base[task]) for method, by_task in pilot.items() if method != "unpatched"],
+                       logprob_half_width=args.precision, cap=args.cap)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(folder / SIZE_FILE, size.as_dict() | {"pilot_split": "validation", "seed": args.seed,
+                                                            "methods": sorted(pilot)})
+    print(f"{name}: {size.draws} haystacks for a {args.precision} nats/token half-width (pilot of "
+          f"{size.pilot_draws}: spread {size.sd_logprob:.4f}; {size.needed} needed, cap {args.cap})")
+    return size.draws
 
 
 def column_cells(per_method: dict[str, dict[str, list]], evaluated: dict[str, str]) -> dict[str, tuple]:
@@ -125,7 +170,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="draw other test haystacks (a fresh test of rows chosen "
                         "after looking at the matrix; e.g. with --out runs/transfer-seed1)")
-    parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40)")
+    parser.add_argument("--haystacks", type=int, help="haystacks a column (default: each column's own, >= 40, or "
+                        "the count --precision chose)")
+    parser.add_argument("--precision", type=float, help="choose each new column's haystack count from a validation "
+                        "pilot: the count whose 95%% log-prob intervals are this wide on each side (nats per token; "
+                        "e.g. 0.01), recorded in the column before its test haystacks are scored")
+    parser.add_argument("--pilot", type=int, default=10, help="validation haystacks of the pilot (--precision)")
+    parser.add_argument("--cap", type=int, default=100, help="most haystacks --precision may choose")
     parser.add_argument("--markdown", action="store_true", help="also print the matrix as a Markdown table, one "
                         "line a column (for README and docs)")
     parser.add_argument("--report", action="store_true", help="score nothing: the matrix of the rows already "
@@ -148,7 +199,11 @@ def main() -> None:
     if not args.report:
         chosen = {k: v for k, v in rows.items() if not args.methods or k in args.methods or k == "unpatched"}
         for column in args.columns:
-            run_evaluate(column_config(column, chosen, args.threads, args.haystacks, args.seed), args.out / column)
+            folder = args.out / column
+            haystacks = column_haystacks(folder, args.haystacks)
+            if args.precision and not haystacks:
+                haystacks = choose_haystacks(column, chosen, args, folder)
+            run_evaluate(column_config(column, chosen, args.threads, haystacks, args.seed), folder)
     # the matrix so far, every method's rows found as a scoring would reuse them: a scoring of a few methods or
     # columns still ends on the whole matrix (its heat map and last line), never on the part it scored
     names = file_method_names([f for f in rows.values() if f]) | {None: None}
@@ -157,7 +212,8 @@ def main() -> None:
     costs = {}
     columns = []
     for column in [c for c in (args.columns if args.report else COLUMNS) if (args.out / c / "rows.jsonl").exists()]:
-        per_method = scored_rows(column_config(column, rows, args.threads, args.haystacks, args.seed),
+        per_method = scored_rows(column_config(column, rows, args.threads,
+                                               column_haystacks(args.out / column, args.haystacks), args.seed),
                                  args.out / column)
         if "unpatched" not in per_method:  # a column still being scored: the rest of the matrix stands without it
             print(f"left out {column}: its unpatched row is not scored on all its haystacks yet")

@@ -17,3 +17,37 @@ def test_markdown_matrix_marks_only_intervals_that_exclude_zero():
     assert lines[0] == "| column | general | competitor |" and lines[1] == "|---|---|---|"
     assert lines[2] == "| kv-1k | **+0.032 [+0.029, +0.035]** |  |"
     assert lines[3] == "| vt-1k | -0.003 [-0.007, +0.001] | **-0.009 [-0.015, -0.003]** |"
+
+
+def test_a_columns_haystack_count_is_chosen_once_from_a_validation_pilot(tmp_path, monkeypatch):
+    import json
+    from types import SimpleNamespace
+
+    import pytest
+    import transfer
+
+    from lpes_framework.compare import run
+    from lpes_framework.scoring.base import ScoreRow
+
+    def fake_rows(draws, delta):
+        return [ScoreRow(p, -1.0 + delta * (d % 3), False, False, -1.0, 1, draw=d) for d in range(draws) for p in (0, 1)]
+
+    pilots = []
+
+    def pilot(cfg, folder):  # what run_evaluate returns: each method's rows by task
+        pilots.append((cfg.split, cfg.task.samples_per_position))
+        return {"rows": {"unpatched": {"t": fake_rows(10, 0.0)}, "general": {"t": fake_rows(10, 0.05)}}}
+
+    monkeypatch.setattr(run, "run_evaluate", pilot)
+    args = SimpleNamespace(threads=1, pilot=10, seed=0, precision=0.01, cap=100)
+    folder = tmp_path / "vt-1k"
+    chosen = transfer.choose_haystacks("vt-1k", {"unpatched": None}, args, folder)
+    assert pilots == [("validation", 10)] and 8 <= chosen <= 100
+    record = json.loads((folder / transfer.SIZE_FILE).read_text())
+    assert record["draws"] == chosen and record["pilot_split"] == "validation"
+    # fixed from then on: no second pilot, and the report reads the same count
+    assert transfer.choose_haystacks("vt-1k", {"unpatched": None}, args, folder) == chosen and len(pilots) == 1
+    assert transfer.column_haystacks(folder, None) == chosen and transfer.column_haystacks(folder, 7) == 7
+    (folder / transfer.SIZE_FILE).write_text('{"draws": "many"}')
+    with pytest.raises(SystemExit, match="no haystack count"):
+        transfer.column_haystacks(folder, None)
