@@ -49,6 +49,8 @@ COLUMNS = {
     # the queries layouts (one context a draw, asked at every depth: a fifth of the forwards), beside the columns
     # they stand for; MDQA's documents generated (source=capitals) as the file's were
     "mdqa-1k-queries": (["task=mdqa_capitals", "task.chat_template=false", "task.gold_positions=[0,5,10,14,19]"], 60),
+    "mdqa-2k-queries": (["task=mdqa_capitals", "task.documents=45", "task.chat_template=false",
+                         "task.gold_positions=[0,11,22,33,44]"], 60),
     **{f"{task}-{k}k-queries": ([f"task={task}", f"task.context_tokens={1024 * k}", f"task.depths={DEPTHS}",
                                  "task.layout=queries"], 60)
        for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)},
