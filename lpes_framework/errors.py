@@ -35,3 +35,13 @@ def distinct_whole(values, what: str, low: int, high: int, one: str) -> list[int
     if len(set(out)) < len(out):
         raise LpesError(f"{what} {out} repeat a {one}")
     return [int(v) for v in out]
+
+
+def numbers(values, what: str, count: int | None = None) -> list[float]:
+    """``values`` as a non-empty list of finite numbers (``count`` of them where given), or a one-line error:
+    float() over a string took its characters one by one, and over a single number raised a TypeError."""
+    out = list(values) if isinstance(values, Sequence) and not isinstance(values, str) else None
+    if not out or not all(is_number(v) for v in out) or (count is not None and len(out) != count):
+        many = f"{count} numbers" if count is not None else "a list of numbers"
+        raise LpesError(f"{what} must be {many}, got {values!r}")
+    return [float(v) for v in out]

@@ -82,6 +82,11 @@ def last_error_line(proc) -> str:
     # an experiment's GA keys merged under another optimizer: named, with the way to delete them
     ("search", ["optimizer=gradient", "+optimizer.population=8"],
      "optimizer 'gradient': unexpected keyword option(s) population (it takes lr,"),
+    # a string or a lone number where a list of numbers goes: one line, not float() over its characters
+    ("search", ["optimizer=ga", "optimizer.init_uniform=1.5x"], "ga: init_uniform must be a list of numbers"),
+    ("search", ["optimizer=ga", "optimizer.init_uniform=2"], "ga: init_uniform must be a list of numbers, got 2"),
+    ("search", ["optimizer=gradient", "optimizer.betas=0.9"], "gradient: betas must be 2 numbers"),
+    ("search", ["optimizer=gradient", "optimizer.betas=[0.9,x]"], "gradient: betas must be 2 numbers"),
 ])
 def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load

@@ -87,6 +87,14 @@ def test_a_checkpoint_from_another_run_is_refused(ga_run, tmp_path):
     resume(folder, "does not belong to")
 
 
+def test_a_checkpoint_with_a_null_fitness_is_refused_not_resumed_to_nan(ga_run, tmp_path):
+    folder = copy_run(ga_run, tmp_path)
+    state = json.loads((folder / "checkpoint.json").read_text())
+    state["optimizer"]["history"][0][1]["fitness"] = None
+    (folder / "checkpoint.json").write_text(json.dumps(state))
+    resume(folder, "does not hold a state this optimizer reads .ValueError: a candidate in its history has no fitness")
+
+
 def test_a_log_without_its_run_record_or_with_a_nan_fitness_is_refused(ga_run, tmp_path):
     folder = copy_run(ga_run, tmp_path)
     (folder / "checkpoint.json").unlink()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..position.curves import Curve
-from ..errors import LpesError
+from ..errors import LpesError, is_number
 from ..evaluation.fitness import Outcome
 
 
@@ -132,3 +132,7 @@ class Optimizer:
         self.generation = state["generation"]
         self.rng.bit_generator.state = state["rng"]
         self.history = {genome_key(g): (g, Outcome(**o)) for g, o in state["history"]}
+        # a scored candidate's fitness is always a number (a NaN candidate is penalised, not stored as NaN): a null
+        # one is a damaged checkpoint, which would resume to a best fitness of nan
+        if not all(is_number(o.fitness) for _, o in self.history.values()):
+            raise ValueError("a candidate in its history has no fitness")

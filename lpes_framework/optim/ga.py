@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LpesError
+from ..errors import LpesError, numbers
 from ..registry import OPTIMIZERS
 from .base import Optimizer, genome_key
 
@@ -32,7 +32,7 @@ class GeneticAlgorithm(Optimizer):
         self.population, self.parents = population, parents
         self.mutations, self.crossovers = mutations, crossovers
         self.mutation_sigma, self.mutation_rate = mutation_sigma, mutation_rate
-        self.init_uniform = [float(u) for u in init_uniform]
+        self.init_uniform = numbers(init_uniform, "ga: init_uniform")
 
     def planned(self) -> int:
         return self.population + (self.generations - 1) * (self.mutations + self.crossovers)

@@ -34,7 +34,7 @@ import math
 import numpy as np
 import torch
 
-from ..errors import LpesError, is_number
+from ..errors import LpesError, is_number, numbers
 from ..registry import OPTIMIZERS
 from .base import Gradient, GradientRequest, Optimizer, genome_key
 
@@ -108,8 +108,8 @@ class GradientAscent(Optimizer):
         self.restart_sigma = float(restart_sigma)
         if not math.isfinite(self.restart_sigma) or self.restart_sigma < 0:
             raise LpesError(f"gradient: restart_sigma must be >= 0, got {restart_sigma!r}")
-        self.betas = tuple(float(b) for b in betas)
-        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+        self.betas = tuple(numbers(betas, "gradient: betas", 2))
+        if not all(0 <= b < 1 for b in self.betas):
             raise LpesError(f"gradient: betas must be two numbers in [0, 1), got {list(betas)}")
         self.eps = _positive("eps", eps)
         self.smoothness = float(smoothness) if is_number(smoothness) else math.nan

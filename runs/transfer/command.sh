@@ -25,3 +25,8 @@ python bench/transfer.py --report --also "$MIXTURE" "$WIDENED" --markdown | tee 
 # vt harm): the riskiest columns first
 python bench/transfer.py --seed 1 --out runs/transfer-seed1 --methods unpatched "general preset" \
     --columns vt-1k kv-1k cwe-1k niah_multivalue-1k "$@"
+# Issue 65, part 2: the queries-layout twins of multikey ~1K and MDQA ~1K (one context a draw, asked at every depth;
+# MDQA's documents generated, task=mdqa_capitals), unpatched and the general preset, 60 haystacks each, beside the
+# move-layout columns above; then their equivalence, scoring nothing (bench/recipe_cost.py's rule, stated in its
+# docstring before these were scored)
+python bench/transfer.py --columns niah_multikey_1-1k-queries mdqa-1k-queries --methods unpatched "general preset" "$@"
