@@ -106,9 +106,11 @@ def equivalence(column: str, out: Path) -> bool | None:
     move, queries = deltas[column], deltas[TWINS[column]]
     half = math.hypot((move.high - move.low) / 2, (queries.high - queries.low) / 2)
     diff = queries.delta - move.delta
-    agree = diff - half <= 0 <= diff + half and -MARGIN <= diff - half and diff + half <= MARGIN
-    print(f"{column}: queries - move {diff:+.4f} [{diff - half:+.4f}, {diff + half:+.4f}]: "
-          f"{'agree' if agree else 'do not agree'} (margin +-{MARGIN})")
+    low, high = diff - half, diff + half
+    agree = low <= 0 <= high and -MARGIN <= low and high <= MARGIN
+    said = ("agree" if agree else "differ (the interval excludes 0)" if not low <= 0 <= high
+            else "not shown to agree (the interval passes the margin: too few haystacks)")
+    print(f"{column}: queries - move {diff:+.4f} [{low:+.4f}, {high:+.4f}]: {said} (margin +-{MARGIN})")
     return agree
 
 
