@@ -55,9 +55,9 @@ def sample_set(model_name: str, overrides: list[str], haystacks: int, tok, info,
                      batch_size=10, progress=False)
 
 
-def rate(sets, model) -> dict[str, float]:
+def rate(sets, model, repeats: int) -> dict[str, float]:
     return {name: s / sets[name].samples for name, s in
-            interleaved({name: (lambda s=s: s.rows(model)) for name, s in sets.items()}, 1).items()}
+            interleaved({name: (lambda s=s: s.rows(model)) for name, s in sets.items()}, repeats).items()}
 
 
 def new_count(column: str, precision: float, cap: int, out: Path) -> int:
@@ -145,6 +145,8 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--out", type=Path, default=transfer.RUN, help="the matrix's columns (equivalence, counts)")
     parser.add_argument("--haystacks", type=int, default=2, help="draws a column is timed on")
+    parser.add_argument("--repeats", type=int, default=1, help="times each column's two layouts are timed, "
+                        "alternated (the median is kept)")
     parser.add_argument("--precision", type=float, default=0.01)
     parser.add_argument("--cap", type=int, default=100)
     parser.add_argument("--columns", nargs="*", default=[c for c in transfer.COLUMNS if not c.endswith("-queries")])
@@ -158,7 +160,7 @@ def main() -> None:
         sets = {"old": sample_set(args.model, overrides, args.haystacks, tok, info)}
         if column in TWINS:
             sets["new"] = sample_set(args.model, transfer.COLUMNS[TWINS[column]][0], args.haystacks, tok, info)
-        rates = rate(sets, model)
+        rates = rate(sets, model, args.repeats)
         rates.setdefault("new", rates["old"])
         count = new_count(column, args.precision, args.cap, args.out)
         per_draw = {k: sets.get(k, sets["old"]).samples / args.haystacks for k in ("old", "new")}

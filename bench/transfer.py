@@ -198,12 +198,16 @@ def main() -> None:
         unknown = set(args.methods) - set(rows)
         if unknown:
             raise SystemExit(f"error: unknown methods {sorted(unknown)}; valid: {', '.join(rows)}")
+    if args.precision is not None:
+        from lpes_framework.evaluation.sample_size import check_request
+
+        check_request(args.precision, cap=args.cap, pilot=args.pilot)  # before any column is scored
     if not args.report:
         chosen = {k: v for k, v in rows.items() if not args.methods or k in args.methods or k == "unpatched"}
         for column in args.columns:
             folder = args.out / column
             haystacks = column_haystacks(folder, args.haystacks)
-            if args.precision and not haystacks:
+            if args.precision is not None and not haystacks:
                 haystacks = choose_haystacks(column, chosen, args, folder)
             run_evaluate(column_config(column, chosen, args.threads, haystacks, args.seed), folder)
     # the matrix so far, every method's rows found as a scoring would reuse them: a scoring of a few methods or

@@ -51,3 +51,19 @@ def test_a_columns_haystack_count_is_chosen_once_from_a_validation_pilot(tmp_pat
     (folder / transfer.SIZE_FILE).write_text('{"draws": "many"}')
     with pytest.raises(SystemExit, match="no haystack count"):
         transfer.column_haystacks(folder, None)
+
+
+def test_a_bad_precision_request_is_one_line_before_anything_is_scored(tmp_path, monkeypatch, capsys):
+    import sys
+
+    import pytest
+    import transfer
+
+    from lpes_framework.compare import run
+
+    monkeypatch.setattr(run, "run_evaluate", lambda *a: pytest.fail("scored before the request was checked"))
+    monkeypatch.setattr(sys, "argv", ["transfer.py", "--out", str(tmp_path), "--precision", "0.01", "--pilot", "1",
+                                      "--methods", "unpatched", "--columns", "vt-1k"])
+    with pytest.raises(SystemExit):
+        transfer.main()
+    assert "pilot draws must be a whole number >= 2" in capsys.readouterr().err

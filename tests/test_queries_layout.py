@@ -92,6 +92,8 @@ def test_a_file_has_one_question_a_record_so_no_queries_layout(qa_file):
 @pytest.mark.parametrize("spec,match", [
     ({"name": "mdqa", "source": "capitals", "path": "x.jsonl"}, "drop task.path"),
     ({"name": "mdqa", "source": "web"}, "source must be one of file, capitals"),
+    # more documents than distinct made-up capitals would draw names for ever
+    ({"name": "mdqa", "source": "capitals", "documents": 600, "gold_positions": [0]}, "from 1 to 288"),
     ({"name": "ruler_niah", "layout": "spread"}, "layout must be one of"),
     ({"name": "variable_tracking", "layout": "queries", "hops": 400, "context_tokens": 1024}, "cannot fit"),
 ])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluation.sample_size import draws_needed, sample_size
+from lpes_framework.evaluation.sample_size import check_request, draws_needed, sample_size
 from lpes_framework.evaluation.stats import logprob_bootstrap
 from lpes_framework.scoring.base import ScoreRow
 
@@ -43,11 +43,19 @@ def test_capped_and_floored_and_the_exact_match_precision_counts_too():
 @pytest.mark.parametrize("kwargs,match", [
     ({"logprob_half_width": 0}, "positive number"),
     ({"logprob_half_width": float("nan")}, "positive number"),
-    ({"floor": 50, "cap": 10}, "exceeds cap"),
+    ({"floor": 50, "cap": 10}, "cap must be a whole number >= 50"),
+    ({"cap": "many"}, "cap must be a whole number"),
 ])
 def test_bad_precisions_are_refused(kwargs, match):
     with pytest.raises(LpesError, match=match):
         sample_size([rows([0.1, 0.2, 0.3])], **kwargs)
+
+
+@pytest.mark.parametrize("half_width,cap,pilot,match", [
+    ("0.01", 100, 10, "positive number"), (0.01, 4, 10, "cap must be"), (0.01, 100, 1, "pilot draws must be")])
+def test_a_request_is_checked_before_any_pilot_is_scored(half_width, cap, pilot, match):
+    with pytest.raises(LpesError, match=match):
+        check_request(half_width, cap=cap, pilot=pilot)
 
 
 def test_a_pilot_needs_two_draws_and_paired_rows():

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import LpesError
+from ..errors import LpesError, is_number, whole
 from ..scoring.base import ScoreRow
 
 Z95 = 1.959964
@@ -52,10 +52,18 @@ def per_draw_deltas(a: Sequence[ScoreRow], b: Sequence[ScoreRow]) -> tuple[np.nd
     return lp / n, ex / n
 
 
+def check_request(half_width, *, cap, floor: int = MIN_DRAWS, pilot=None) -> None:
+    """A one-line error for a request no pilot can answer (checked before any pilot is scored)."""
+    if not (is_number(half_width) and half_width > 0 and math.isfinite(half_width)):
+        raise LpesError(f"a precision must be a positive number, got {half_width!r}")
+    whole(cap, "sample size: cap", floor)  # below the floor no count is allowed
+    if pilot is not None:
+        whole(pilot, "sample size: pilot draws", 2)  # one draw has no spread
+
+
 def draws_needed(sd: float, half_width: float) -> int:
     """Draws for a 95% interval of half-width ``half_width`` when the per-draw deltas spread by ``sd``."""
-    if not (half_width > 0 and math.isfinite(half_width)):
-        raise LpesError(f"a precision must be a positive number, got {half_width!r}")
+    check_request(half_width, cap=MIN_DRAWS)
     return max(1, math.ceil((Z95 * sd / half_width) ** 2))
 
 
@@ -66,8 +74,7 @@ def sample_size(pilots: Sequence[tuple[Sequence[ScoreRow], Sequence[ScoreRow]]],
     ``exact_half_width`` exact-match points, where given), within ``[floor, cap]``."""
     if not pilots:
         raise LpesError("a sample size needs at least one pilot comparison")
-    if floor > cap:
-        raise LpesError(f"sample size: floor {floor} exceeds cap {cap}")
+    check_request(logprob_half_width, cap=cap, floor=floor)
     sds = [per_draw_deltas(a, b) for a, b in pilots]
     pilot_draws = min(len(lp) for lp, _ in sds)
     if pilot_draws < 2:

@@ -52,6 +52,10 @@ def made_up_name(rng, syllables: int) -> str:
     return "".join(SYLLABLES[i] for i in rng.integers(len(SYLLABLES), size=syllables)).capitalize()
 
 
+# half the two-syllable capitals: a draw keeps finding unused names quickly, and more would never end
+MAX_CAPITALS = len(SYLLABLES) ** 2 // 2
+
+
 def capitals(rng, documents: int) -> list[tuple[dict, str, str]]:
     """(document, question, answer) for ``documents`` made-up countries with distinct names and capitals."""
     pairs: dict[str, str] = {}
@@ -93,7 +97,8 @@ class MultiDocQA(Task):
             if path and path != "???":
                 raise LpesError(f"mdqa: source=capitals generates its documents; drop task.path ({path})")
             self._records = None
-        self.documents = whole(documents, "mdqa: documents", 1, MAX_CONTEXT_TOKENS)
+        self.documents = whole(documents, "mdqa: documents", 1, MAX_CONTEXT_TOKENS if self._records is not None
+                               else MAX_CAPITALS)
         self.gold_positions = check_positions(self.name, gold_positions, documents)
 
     # the runs on files were recorded before the options

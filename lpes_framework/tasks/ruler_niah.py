@@ -53,7 +53,6 @@ class RulerNiah(RulerTask):
         self.value_type = check_choice(self.name, "value_type", value_type, NEEDLE_TYPES)
         keys, values, queries = (whole(v, f"{self.name}: {o}", 1) for o, v in (("keys", keys), ("values", values),
                                                                                  ("queries", queries)))
-        self.check_fits("keys x values needles", keys * values)
         if queries > keys:
             raise LpesError(f"{self.name}: queries={queries} exceeds keys={keys} (each query asks for another key)")
         self.keys, self.values, self.queries = keys, values, queries
