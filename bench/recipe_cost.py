@@ -31,26 +31,25 @@ from pathlib import Path
 from common import embedded, interleaved
 import transfer
 
-TWINS = {c[: -len("-queries")]: c for c in transfer.COLUMNS if c.endswith("-queries")}
+COLUMNS = transfer.columns()
+TWINS = {c[: -len("-queries")]: c for c in COLUMNS if c.endswith("-queries")}
 ROWS = {"unpatched": None, "general preset": transfer.GENERAL_PRESET}  # the rows the estimate and the check read
 MARGIN = 0.05  # nats per token: the equivalence margin, fixed before the queries columns were scored
-MIXTURE = {"kv1k": ["task=kv_retrieval", "task.layout=queries", "task.pairs=50"],
-           "kv2k": ["task=kv_retrieval", "task.layout=queries", "task.pairs=100",
-                    "task.gold_positions=[0,11,22,33,44,55,66,77,88,99]"],
-           "mdqa": transfer.COLUMNS["mdqa-1k-queries"][0][:2] + ["task.gold_positions=[0,10,19]"],
-           "mk": ["task=niah_multikey_1", "task.context_tokens=[1024,2048]", "task.depths=[0,50,100]"]}
+MIXTURE = {"kv1k": ("kv_retrieval", {"layout": "queries", "pairs": 50}),
+           "kv2k": ("kv_retrieval", {"layout": "queries", "pairs": 100,
+                                     "gold_positions": [0, 11, 22, 33, 44, 55, 66, 77, 88, 99]}),
+           "mdqa": ("mdqa_capitals", {"chat_template": False, "gold_positions": [0, 10, 19]}),
+           "mk": ("niah_multikey_1", {"context_tokens": [1024, 2048], "depths": [0, 50, 100]})}
 
 
-def sample_set(model_name: str, overrides: list[str], haystacks: int, tok, info, layout: str | None = None):
-    from lpes_framework.config import compose_config, task_specs
+def sample_set(task: str, settings: dict, haystacks: int, tok, info, layout: str | None = None):
+    """The search split's first ``haystacks`` draws of a task config (the column's own task: a perplexity guard
+    beside it is not the column)."""
     from lpes_framework.execution import SampleSet
+    from lpes_framework.matrix.columns import task_config
     from lpes_framework.tasks import TASKS
 
-    overrides = [o for o in overrides if not o.startswith("+task@")]  # the KV ~1K perplexity guard: not the column
-    cfg = compose_config("config", [f"model={model_name}", *overrides, f"task.samples_per_position={haystacks}"])
-    (spec,) = task_specs(cfg).values()
-    if layout:
-        spec = spec | {"layout": layout}
+    spec = task_config(task, settings) | {"samples_per_position": haystacks} | ({"layout": layout} if layout else {})
     return SampleSet(tok, {"task": TASKS.build(spec)}, split="search", trained_context=info.trained_context,
                      batch_size=10, progress=False)
 
@@ -74,10 +73,10 @@ def new_count(column: str, precision: float, cap: int, out: Path) -> int:
     per_method = scored_rows(transfer.column_config(column, ROWS, 2, None), out / column)
     base = per_method.get("unpatched")
     if not base:
-        return transfer.COLUMNS[twin][1]
+        return COLUMNS[twin].haystacks
     task = next(iter(base))
     pilots = [paired(by_task[task], base[task]) for m, by_task in per_method.items() if m != "unpatched" and task in by_task]
-    return sample_size(pilots, logprob_half_width=precision, cap=cap).draws if pilots else transfer.COLUMNS[twin][1]
+    return sample_size(pilots, logprob_half_width=precision, cap=cap).draws if pilots else COLUMNS[twin].haystacks
 
 
 def equivalence(column: str, out: Path) -> bool | None:
@@ -114,7 +113,7 @@ def equivalence(column: str, out: Path) -> bool | None:
     return agree
 
 
-def mixture_step(model_name: str, model, tok, info, layout: str) -> float:
+def mixture_step(model, tok, info, layout: str) -> float:
     """Seconds of one mixture step's work: the unpatched minibatch, then the objective's forward and backward."""
     import time
 
@@ -125,8 +124,8 @@ def mixture_step(model_name: str, model, tok, info, layout: str) -> float:
     from lpes_framework.position.curves import build_curve
     from lpes_framework.scoring.gradient import value_and_gradient
 
-    sets = {name: sample_set(model_name, o, 1, tok, info, layout=None if name.startswith("kv") else layout)
-            for name, o in MIXTURE.items()}
+    sets = {name: sample_set(task, settings, 1, tok, info, layout=None if name.startswith("kv") else layout)
+            for name, (task, settings) in MIXTURE.items()}
     encoded = {name: s.encoded["task"] for name, s in sets.items()}
     tasks = {name: s.tasks["task"] for name, s in sets.items()}
     start = time.perf_counter()
@@ -149,17 +148,18 @@ def main() -> None:
                         "alternated (the median is kept)")
     parser.add_argument("--precision", type=float, default=0.01)
     parser.add_argument("--cap", type=int, default=100)
-    parser.add_argument("--columns", nargs="*", default=[c for c in transfer.COLUMNS if not c.endswith("-queries")])
+    parser.add_argument("--columns", nargs="*", default=[c for c in COLUMNS if not c.endswith("-queries")])
     parser.add_argument("--no-step", action="store_true", help="leave the mixture step out (step_ratio=nan)")
     args = parser.parse_args()
 
     _, model, tok, info = embedded([f"model={args.model}"])
     old_total = new_total = 0.0
     for column in args.columns:
-        overrides, old_count = transfer.COLUMNS[column]
-        sets = {"old": sample_set(args.model, overrides, args.haystacks, tok, info)}
+        old, old_count = COLUMNS[column], COLUMNS[column].haystacks
+        sets = {"old": sample_set(old.task, old.settings, args.haystacks, tok, info)}
         if column in TWINS:
-            sets["new"] = sample_set(args.model, transfer.COLUMNS[TWINS[column]][0], args.haystacks, tok, info)
+            twin = COLUMNS[TWINS[column]]
+            sets["new"] = sample_set(twin.task, twin.settings, args.haystacks, tok, info)
         rates = rate(sets, model, args.repeats)
         rates.setdefault("new", rates["old"])
         count = new_count(column, args.precision, args.cap, args.out)
@@ -170,7 +170,7 @@ def main() -> None:
               f"{old_count} -> {count} haystacks: {old_s / 60:.1f} -> {new_s / 60:.1f} min a method")
     step = {"old": math.nan, "new": math.nan}
     if not args.no_step:
-        step = {k: mixture_step(args.model, model, tok, info, layout) for k, layout in (("old", "move"), ("new", "queries"))}
+        step = {k: mixture_step(model, tok, info, layout) for k, layout in (("old", "move"), ("new", "queries"))}
         print(f"one mixture step (a context of each task): {step['old']:.1f} s -> {step['new']:.1f} s")
     verdicts = [v for v in (equivalence(c, args.out) for c in TWINS if c in args.columns) if v is not None]
     print(f"matrix_row_ratio={new_total / old_total:.3f} step_ratio={step['new'] / step['old']:.3f} "

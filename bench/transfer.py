@@ -18,7 +18,6 @@ delta over columns, nats per token> kv_middle_gain=<points, KV ~1K> kv_ci_low=<i
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
@@ -30,31 +29,39 @@ PERFREQ_PRESET = "qwen2.5-coder-0.5b-perfreq"  # the shipped default since (lpes
 GENERAL_PRESET = "qwen2.5-coder-0.5b-general"
 COMPETITORS = Path("runs/qwen-competitors")
 MDQA = Path("runs/qwen-transfer")
-KV_POSITIONS = "[0,5,11,16,22,27,33,38,44,49]"
-DEPTHS = "[0,25,50,75,100]"
-KV = ["task=kv_retrieval", "task.layout=queries"]  # 8-hex keys, the answer turn opened by a quote: the defaults
-# name -> (overrides, haystacks); the KV ~1K column is the preset's own held-out regime (its perplexity guard
-# included), so the rows of its re-test (runs/qwen-gradient-bands/heldout) are reused there
-COLUMNS = {
-    "kv-1k": ([*KV, "task.pairs=50", f"task.gold_positions={KV_POSITIONS}", "+task@extra_tasks.perplexity=perplexity"], 100),
-    "kv-2k": ([*KV, "task.pairs=100", "task.gold_positions=[0,11,22,33,44,55,66,77,88,99]"], 40),
-    "kv-4k": ([*KV, "task.pairs=200", "task.gold_positions=[0,22,44,66,88,111,133,155,177,199]"], 40),
-    "mdqa-1k": (["task=mdqa", f"task.path={MDQA}/mdqa-capitals-20_docs.jsonl.gz", "task.documents=20",
-                 "task.chat_template=false", "task.gold_positions=[0,5,10,14,19]"], 40),
-    "mdqa-2k": (["task=mdqa", f"task.path={MDQA}/mdqa-capitals-45_docs.jsonl.gz", "task.documents=45",
-                 "task.chat_template=false", "task.gold_positions=[0,11,22,33,44]"], 40),
-    **{f"{task}-{k}k": ([f"task={task}", f"task.context_tokens={1024 * k}", f"task.depths={DEPTHS}"], 40)
-       for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)},
-    **{f"cwe-{k}k": (["task=cwe", f"task.context_tokens={1024 * k}"], 40) for k in (1, 2)},
-    # the queries layouts (one context a draw, asked at every depth: a fifth of the forwards), beside the columns
-    # they stand for; MDQA's documents generated (source=capitals) as the file's were
-    "mdqa-1k-queries": (["task=mdqa_capitals", "task.chat_template=false", "task.gold_positions=[0,5,10,14,19]"], 60),
-    "mdqa-2k-queries": (["task=mdqa_capitals", "task.documents=45", "task.chat_template=false",
-                         "task.gold_positions=[0,11,22,33,44]"], 60),
-    **{f"{task}-{k}k-queries": ([f"task={task}", f"task.context_tokens={1024 * k}", f"task.depths={DEPTHS}",
-                                 "task.layout=queries"], 60)
-       for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)},
-}
+KV_POSITIONS = [0, 5, 11, 16, 22, 27, 33, 38, 44, 49]
+DEPTHS = [0, 25, 50, 75, 100]
+KV = {"layout": "queries"}  # 8-hex keys, the answer turn opened by a quote: the defaults
+
+
+def columns() -> dict:
+    """The matrix's columns (``lpes_framework.matrix.Column``); the KV ~1K column is the preset's own held-out
+    regime (its perplexity guard included), so the rows of its re-test (runs/qwen-gradient-bands/heldout) are
+    reused there. The queries layouts (one context a draw, asked at every depth: a fifth of the forwards) stand
+    beside the columns they stand for; their MDQA documents generated (source=capitals) as the file's were."""
+    from lpes_framework.matrix import Column
+
+    ruler = {f"{task}-{k}k{twin}": Column(f"{task}-{k}k{twin}", task, {"context_tokens": 1024 * k, "depths": DEPTHS,
+                                                                         **({"layout": "queries"} if twin else {})},
+                                           60 if twin else 40)
+             for twin in ("", "-queries") for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)}
+    kept = [
+        Column("kv-1k", "kv_retrieval", KV | {"pairs": 50, "gold_positions": KV_POSITIONS}, 100,
+               extra={"perplexity": ("perplexity", {})}),
+        Column("kv-2k", "kv_retrieval", KV | {"pairs": 100, "gold_positions": [0, 11, 22, 33, 44, 55, 66, 77, 88, 99]}),
+        Column("kv-4k", "kv_retrieval", KV | {"pairs": 200, "gold_positions": [0, 22, 44, 66, 88, 111, 133, 155, 177, 199]}),
+        Column("mdqa-1k", "mdqa", {"path": f"{MDQA}/mdqa-capitals-20_docs.jsonl.gz", "documents": 20,
+                                   "chat_template": False, "gold_positions": [0, 5, 10, 14, 19]}),
+        Column("mdqa-2k", "mdqa", {"path": f"{MDQA}/mdqa-capitals-45_docs.jsonl.gz", "documents": 45,
+                                   "chat_template": False, "gold_positions": [0, 11, 22, 33, 44]}),
+        *(ruler[f"{task}-{k}k"] for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)),
+        *(Column(f"cwe-{k}k", "cwe", {"context_tokens": 1024 * k}) for k in (1, 2)),
+        Column("mdqa-1k-queries", "mdqa_capitals", {"chat_template": False, "gold_positions": [0, 5, 10, 14, 19]}, 60),
+        Column("mdqa-2k-queries", "mdqa_capitals", {"documents": 45, "chat_template": False,
+                                                    "gold_positions": [0, 11, 22, 33, 44]}, 60),
+        *(ruler[f"{task}-{k}k-queries"] for task in ("niah_multikey_1", "niah_multivalue", "vt") for k in (1, 2)),
+    ]
+    return {c.name: c for c in kept}
 
 
 def methods(general: str | None, also: dict[str, str] | None = None) -> dict[str, str | None]:
@@ -68,29 +75,27 @@ def methods(general: str | None, also: dict[str, str] | None = None) -> dict[str
     return rows | (also or {})
 
 
-def column_config(name: str, rows: dict[str, str | None], threads: int, haystacks: int | None, seed: int = 0,
-                  split: str = "test"):
-    """The evaluate config of one column and its rows; ``seed`` draws the column's haystacks of ``split``."""
+def base_config(threads: int):
+    """Qwen2.5-Coder-0.5B under the KV preset's band-wise NTK (a uniform factor ignores the bands)."""
     from omegaconf import open_dict
 
     from lpes_framework.config import compose_config
     from lpes_framework.model.factors_file import load_factors
 
-    overrides, default = COLUMNS[name]
-    haystacks = haystacks or default
-    files = [f for f in rows.values() if f]
-    cfg = compose_config("evaluate", ["model=qwen2.5-0.5b", "pos=ntk", f"split={split}", f"seed={seed}", *overrides,
-                                      f"task.samples_per_position={haystacks}", f"threads={threads}",
-                                      "progress=false", "resume=true", "batch_size=10",
-                                      # four records a method: a kill loses a quarter of it at most, and the
-                                      # file (each record repeats the earlier draws) grows 2.5x, not 5.5x at 100
-                                      f"record_every={-(-haystacks // 4)}",
-                                      f"methods.baseline={'unpatched' in rows}",
-                                      f"methods.uniform=[{'1.5' if 'uniform ntk 1.5' in rows else ''}]",
-                                      f"methods.factors_files=[{','.join(files)}]"])
+    cfg = compose_config("evaluate", ["model=qwen2.5-0.5b", "pos=ntk", f"threads={threads}", "batch_size=10"])
     with open_dict(cfg):
-        cfg.pos.merge_with(load_factors(KV_PRESET)["scheme"])  # the preset's bands (a uniform factor ignores them)
+        cfg.pos.merge_with(load_factors(KV_PRESET)["scheme"])
     return cfg
+
+
+def column_config(name: str, rows: dict[str, str | None], threads: int, haystacks: int | None, seed: int = 0,
+                  split: str = "test"):
+    """The evaluate config of one column and its rows; ``seed`` draws the column's haystacks of ``split``."""
+    from lpes_framework.matrix import column_config as config
+
+    return config(base_config(threads), columns()[name], split=split, seed=seed, haystacks=haystacks,
+                  files=[f for f in rows.values() if f], baseline="unpatched" in rows,
+                  uniform=[1.5] if "uniform ntk 1.5" in rows else [])
 
 
 SIZE_FILE = "haystacks.json"  # a column's haystack count, chosen from a validation pilot before its test was scored
@@ -137,31 +142,12 @@ def choose_haystacks(name: str, rows: dict[str, str | None], args, folder: Path)
     return size.draws
 
 
-def column_cells(per_method: dict[str, dict[str, list]], evaluated: dict[str, str]) -> dict[str, tuple]:
-    """Row label -> (exact match over all positions in points, gold log-prob per token in nats, exact match over
-    the middle positions), each (delta, low, high) against unpatched on the samples both scored; for the labels
-    whose method (``evaluated``: label -> evaluate's name) has rows in ``per_method`` (name -> task -> rows)."""
-    from lpes_framework.evaluation.results import paired
-    from lpes_framework.evaluation.stats import logprob_bootstrap, paired_bootstrap
-    from lpes_framework.tasks.base import WHOLE_TEXT
-
-    base = per_method["unpatched"]
-    task = next(t for t, rows in base.items() if rows and rows[0].position != WHOLE_TEXT)  # not the perplexity
-    cells = {}
-    for label, method in evaluated.items():
-        if label != "unpatched" and task in per_method.get(method, {}):
-            a, b = paired(per_method[method][task], base[task])
-            whole = paired_bootstrap([replace(r, position=0) for r in a], [replace(r, position=0) for r in b])["0"]
-            cells[label] = tuple((i.delta, i.low, i.high) for i in (whole, logprob_bootstrap(a, b),
-                                                                    paired_bootstrap(a, b)["middle"]))
-    return cells
-
-
 @one_line_errors  # a damaged or crafted rows.jsonl under --out is one line, as in the lpes commands
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=RUN)
-    parser.add_argument("--columns", nargs="*", default=list(COLUMNS), choices=list(COLUMNS))
+    all_columns = list(columns())
+    parser.add_argument("--columns", nargs="*", default=all_columns, choices=all_columns)
     parser.add_argument("--methods", nargs="*", help="row labels to score (default: all)")
     parser.add_argument("--general", help="the general preset (name or factors file); default: the shipped "
                         f"{GENERAL_PRESET} where it exists")
@@ -187,6 +173,8 @@ def main() -> None:
 
     from lpes_framework.compare.methods import file_method_names
     from lpes_framework.compare.run import run_evaluate, scored_rows
+    from lpes_framework.matrix import column_cells
+    from lpes_framework.matrix.report import column_cost, cost_lines, heat_map, markdown, summary_line, table_lines
     from lpes_framework.model.factors_file import is_preset
 
     general = args.general or (GENERAL_PRESET if is_preset(GENERAL_PRESET) else None)
@@ -214,126 +202,37 @@ def main() -> None:
     # columns still ends on the whole matrix (its heat map and last line), never on the part it scored
     names = file_method_names([f for f in rows.values() if f]) | {None: None}
     evaluated = {label: (names[f] if f else label) for label, f in rows.items()}  # label -> evaluate's method name
-    table: dict[str, dict[str, tuple]] = {label: {} for label in evaluated if label != "unpatched"}
+    table: dict[str, dict] = {label: {} for label in evaluated if label != "unpatched"}
     costs = {}
-    columns = []
-    for column in [c for c in (args.columns if args.report else COLUMNS) if (args.out / c / "rows.jsonl").exists()]:
+    shown = []
+    for column in [c for c in (args.columns if args.report else all_columns) if (args.out / c / "rows.jsonl").exists()]:
         per_method = scored_rows(column_config(column, rows, args.threads,
                                                column_haystacks(args.out / column, args.haystacks), args.seed),
                                  args.out / column)
         if "unpatched" not in per_method:  # a column still being scored: the rest of the matrix stands without it
             print(f"left out {column}: its unpatched row is not scored on all its haystacks yet")
             continue
-        columns.append(column)
+        shown.append(column)
         costs[column] = column_cost(args.out / column, per_method["unpatched"])
-        for label, cells in column_cells(per_method, evaluated).items():
-            table[label][column] = cells
-    if not columns:
+        for label, cell in column_cells(per_method, evaluated).items():
+            table[label][column] = cell
+    if not shown:
         raise SystemExit(f"error: no column under {args.out} to report: none holds an unpatched row scored on all "
                          "its haystacks")
     scored = {label: cells for label, cells in table.items() if cells}
     if not scored:
         raise SystemExit(f"error: no method but unpatched is scored on all of a column's haystacks under {args.out}")
-    report_cost(costs, len(rows))
-    report(scored, columns, args.out, args.row or ("general preset" if general else "KV preset"))
-    if args.markdown:
-        print(markdown(scored, columns))
-
-
-def column_cost(folder: Path, unpatched: dict[str, list]) -> tuple[float | None, int]:
-    """(seconds a sample, samples a method) of one column: the seconds over the samples of the scorings its
-    rows.jsonl recorded the cost of (rows written before costs were recorded count for nothing; a record of
-    a few samples weighs as little as it holds), and a whole row's samples, so that a column's cost from
-    scratch is their product times the methods."""
-    from lpes_framework.io.store import read_rows
-
-    costs = [r["cost"] for r in read_rows(folder / "rows.jsonl") if (r.get("cost") or {}).get("samples")]
-    samples = sum(len(rows) for rows in unpatched.values())
-    spent = sum(c["samples"] for c in costs)
-    return (sum(c["seconds"] for c in costs) / spent if spent else None), samples
-
-
-def report_cost(costs: dict[str, tuple[float | None, int]], methods: int) -> None:
-    """Each column's measured cost and the matrix's from scratch (these rows, on this machine), where known."""
-    known = {c: rate * samples * methods for c, (rate, samples) in costs.items() if rate is not None}
-    for column, (rate, samples) in costs.items():
-        said = f"{rate:.2f} s a sample, {rate * samples / 60:.0f} min a method" if rate is not None else "not measured"
-        print(f"cost {column}: {samples} samples a method, {said}")
-    unknown = sorted(set(costs) - set(known))
-    print(f"cost from scratch of the {len(known)} measured columns x {methods} methods: {sum(known.values()) / 3600:.1f} h"
-          + (f"; not measured: {', '.join(unknown)}" if unknown else ""))
-
-
-def report(table: dict, columns: list[str], out: Path, row: str) -> None:
-    """The matrix printed (a blank where a method has no rows in a column), its heat map, and the last line over
-    the columns the summarised row has."""
-    def shown(cells, column, k, digits):
-        if column not in cells:
-            return ""
-        d, lo, hi = cells[column][k]
-        return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
-
-    print(f"{'method':22}" + "".join(f"{c:>30}" for c in columns))
-    for label, cells in table.items():
-        for k, unit in ((0, "exact points"), (1, "log-prob/token")):
-            print(f"{label[:14] + ' ' + unit[:7]:22}" + "".join(f"{shown(cells, c, k, 1 if k == 0 else 3):>30}"
-                                                                for c in columns))
-    heat_map(table, columns, out / "transfer.png")
-    if row not in table:
+    print("\n".join(cost_lines(costs, len(rows))))
+    print("\n".join(table_lines(scored, shown)))
+    heat_map(scored, shown, args.out / "transfer.png",
+             "Transfer: method minus unpatched, held out (* : 95% interval excludes 0)")
+    row = args.row or ("general preset" if general else "KV preset")
+    if row not in scored:
         raise SystemExit(f"error: no row '{row}' to summarise")
-    logprob = [cells[1] for cells in table[row].values()]
-    harmed = sum(hi < 0 for _, _, hi in logprob)
-    helped = sum(lo > 0 for _, lo, _ in logprob)
-    mean = sum(d for d, _, _ in logprob) / len(logprob)
-    gain, low, _ = table[row].get("kv-1k", (None, None, (float("nan"),) * 3))[2]
     print(f"summarised row: {row}")
-    print(f"columns={len(logprob)} harmed={harmed} helped={helped} mean_delta={mean:.4f} "
-          f"kv_middle_gain={gain:.2f} kv_ci_low={low:.2f}")
-
-
-def markdown(table: dict, columns: list[str]) -> str:
-    """The matrix transposed (a line a column, a table column a method: eleven lines fit a page, eleven table
-    columns do not): the gold log-prob delta per token with its interval, in bold where the interval excludes 0;
-    blank where unscored."""
-    def cell(cells, column):
-        if column not in cells:
-            return ""
-        d, lo, hi = cells[column][1]
-        text = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
-        return f"**{text}**" if lo > 0 or hi < 0 else text
-
-    lines = ["| column | " + " | ".join(table) + " |", "|---" * (len(table) + 1) + "|"]
-    lines += [f"| {c} | " + " | ".join(cell(cells, c) for cells in table.values()) + " |" for c in columns]
-    return "\n".join(lines)
-
-
-def heat_map(table: dict, columns: list[str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    labels = list(table)
-    delta = np.array([[table[m][c][1][0] if c in table[m] else np.nan for c in columns] for m in labels])
-    limit = max(np.nanmax(np.abs(delta)), 1e-3)
-    fig, ax = plt.subplots(figsize=(1.1 * len(columns) + 3, 0.6 * len(labels) + 2))
-    image = ax.imshow(delta, cmap="RdBu", vmin=-limit, vmax=limit, aspect="auto")
-    for i, m in enumerate(labels):
-        for j, c in enumerate(columns):
-            if c not in table[m]:
-                continue
-            d, lo, hi = table[m][c][1]
-            ax.text(j, i, f"{d:+.3f}{'*' if lo > 0 or hi < 0 else ''}", ha="center", va="center", fontsize=7,
-                    color="white" if abs(d) > 0.6 * limit else "black")  # legible on the darkest cells
-    ax.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
-    ax.set_yticks(range(len(labels)), labels)
-    fig.colorbar(image, label="gold log-prob per token vs unpatched (nats)")
-    ax.set_title("Transfer: method minus unpatched, held out (* : 95% interval excludes 0)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    print(summary_line(scored[row], "kv-1k"))
+    if args.markdown:
+        print(markdown(scored, shown))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from .commands.cli import check_plugin_overrides, one_line_errors
 # subcommand -> (module whose main() it runs, one line of help); the search is this module's own
 SUBCOMMANDS = {
     "search": (None, "search layer factors (Hydra overrides: optimizer=ga curve=bezier pos=ntk ...)"),
+    "tune": ("tune", "from a model to a schedule to ship: diagnose, search, no harm on validation, test once, ship"),
     "evaluate": ("evaluate", "score methods side by side on a split, accuracy by gold position with intervals"),
     "retest": ("retest", "re-test a preset or factors file held out in the regime it was searched in"),
     "status": ("status", "progress of a search folder, running or killed"),

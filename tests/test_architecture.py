@@ -142,7 +142,7 @@ def test_the_package_has_no_import_cycle():
 # Top-level modules are the core every stage may use; the package's __init__ (the public API) and
 # __main__ sit above the commands.
 STAGES = ("core", "io", "position", "model", "tasks", "scoring", "evaluation", "execution", "optim", "report",
-          "search", "compare", "commands", "entry")
+          "search", "compare", "matrix", "tune", "commands", "entry")
 CORE = {"errors", "registry", "config", "hf", "conf"}
 
 

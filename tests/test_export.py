@@ -229,7 +229,7 @@ def test_a_lock_that_cannot_be_taken_is_one_line(tmp_path, monkeypatch):
 
 
 def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
-    from lpes_framework.commands.preset import make_preset
+    from lpes_framework.tune.ship import make_preset
 
     source = write(tmp_path, factors_record(model=llama_block(), scheme={"name": "ntk"}, factors=FACTORS,
                                             metrics={"search": {"fitness": 0.3}}))

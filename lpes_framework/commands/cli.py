@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
 
+from ..config import CONF_DIR
 from ..errors import LpesError
 from ..registry import BY_CONFIG_KEY
 
-CONF = Path(__file__).resolve().parent.parent / "conf"  # the config groups that ship with the package
 
 
 def check_plugin_overrides(argv: list[str]) -> None:
@@ -27,7 +26,7 @@ def check_plugin_overrides(argv: list[str]) -> None:
             continue
         registry = BY_CONFIG_KEY[group]
         for name in value.split(","):  # a multirun sweep lists several
-            if name in registry.plugins() or not (CONF / group / f"{name}.yaml").is_file():
+            if name in registry.plugins() or not (CONF_DIR / group / f"{name}.yaml").is_file():
                 registry.get(name)
 
 

@@ -19,21 +19,9 @@ from pathlib import Path
 
 def export(factors: str, model: str, out: Path) -> Path:
     from ..config import compose_config
-    from ..model.factors_file import load_checked
-    from ..model.load import identify, load_model
-    from ..position import apply_layer_scaling, build_scheme
-    from ..report.export import save_self_contained
+    from ..tune.ship import export_with
 
-    cfg = compose_config("config", [f"model={model}"]).model
-    record = load_checked(factors, identify(cfg))  # before any weights load
-    scheme = build_scheme(record["scheme"])
-    hf, tokenizer, _ = load_model(cfg)
-    # a scheme that can be folded into the weights (head scales) leaves only its RoPE part to patch
-    fold = getattr(scheme, "fold", None)
-    install = fold or (lambda model, factors: apply_layer_scaling(model, factors, scheme))
-    with install(hf, record["factors"]) as handle:
-        return save_self_contained(hf, handle, out, tokenizer, evidence=record.get("metrics"),
-                                   folded=record["scheme"] if fold else None)
+    return export_with(factors, compose_config("config", [f"model={model}"]).model, out)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,48 +16,10 @@ becomes a preset of the package, usable by name wherever a factors file is.
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
-from ..errors import LpesError
-from ..io.store import cache_key, read_results
-from ..model.factors_file import PRESETS, load_factors, write_json_atomic
-
-
-def with_evidence(record: dict, results: dict, found: str) -> dict:
-    """``record`` whose test metrics are an evaluate run's ``results`` (``found``: the record's own row)."""
-    if found not in results["methods"]:
-        raise LpesError(f"the evaluate results hold no row {found!r} (rows: {', '.join(results['methods'])}): "
-                        "not a re-test of this factors file")
-    tested = results["methods"][found]
-    # the row is found by the file's name; its factors and scheme say whether it re-tested this file
-    if tested.get("factors") is None or cache_key(tested["factors"], {}) != cache_key(record["factors"], {}) \
-            or tested.get("scheme") != record["scheme"]:
-        raise LpesError(f"the evaluate results' row {found!r} scored other factors or another scheme than this file: "
-                        "not a re-test of it")
-    names = {name: "found" if name == found else name for name in results["methods"]}
-    prefix = f"{found} - "
-    tested = {
-        "test": {names[name]: {"scores": method["scores"]} for name, method in results["methods"].items()},
-        "intervals": {f"found - {pair[len(prefix):]}": interval for pair, interval in results["intervals"].items()
-                      if pair.startswith(prefix)},
-    }
-    return record | {"metrics": record["metrics"] | tested}
-
-
-def make_preset(factors: str, heldout: Path, name: str, out: Path = PRESETS) -> Path:
-    from ..compare.methods import file_method_names
-
-    # a preset is used by its name wherever a factors file is: a plain file name, not a path out of --out
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
-        raise LpesError(f"--name {name!r}: a preset's name is a plain file name (letters, digits, '.', '_', '-'; "
-                        "at most 100, not starting with '.' or '-')")
-    record = load_factors(factors)
-    preset = with_evidence(record, read_results(Path(heldout)), file_method_names([factors])[factors])
-    target = Path(out) / f"{name}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)  # only once the file is known to be written
-    write_json_atomic(target, preset)
-    return target
+from ..model.factors_file import PRESETS, load_factors
+from ..tune.ship import make_preset
 
 
 def preset_lines() -> list[str]:
