@@ -261,11 +261,13 @@ class Tune:
         tasks = [keys[c] for c in harmed if keys.get(c) in pulls]
         if tasks and self.search_cfg.curve.name == "free":
             genome, chosen = reset(record["genome"], pulls, tasks, self.fraction)
-            curve = build_curve(plain(self.search_cfg.curve), self.model_id.n_layers,
-                                n_bands=layer_width(build_scheme(self.scheme_cfg), self.model_id))
-            print(f"[tune] repair {k}: {len(chosen)} genes put back to 1, those that pull {', '.join(tasks)} most")
-            return self._candidate(f"repair-{k}", curve.factors(genome), genome)
-        print(f"[tune] repair {k}: every factor halfway back to 1 (no gradient of {', '.join(harmed)} to follow)")
+            if chosen:
+                curve = build_curve(plain(self.search_cfg.curve), self.model_id.n_layers,
+                                    n_bands=layer_width(build_scheme(self.scheme_cfg), self.model_id))
+                print(f"[tune] repair {k}: {len(chosen)} genes put back to 1, those that pull {', '.join(tasks)} most")
+                return self._candidate(f"repair-{k}", curve.factors(genome), genome)
+        print(f"[tune] repair {k}: every factor halfway back to 1 (no gene's gradient says which pulls "
+              f"{', '.join(harmed)})")
         return self._candidate(f"repair-{k}", shrink(record["factors"]), None)
 
     def test(self, done: dict) -> dict:
