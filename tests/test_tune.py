@@ -180,3 +180,17 @@ def test_a_reset_puts_back_the_genes_that_help_the_harmed_task_and_shrink_halves
     out, chosen = reset(genome, pulls, ["vt"], 0.25)
     assert chosen == [0] and out.tolist() == [1.0, 0.8, 1.2, 2.0]
     assert shrink([[1.5, 2.0], [0.5, 1.0]]) == [[1.25, 1.5], [0.75, 1.0]]
+
+
+def test_bench_recipe_reports_a_finished_tune_scoring_nothing(tuned, monkeypatch, capsys):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import recipe
+
+    out, _ = tuned
+    monkeypatch.setattr(sys, "argv", ["recipe.py", "--run", str(out)])
+    recipe.main()
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("columns=3 harmed=0 helped=0 kv_middle_gain=") and "test_reads=1 cpu_hours=" in last
