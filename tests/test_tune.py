@@ -101,6 +101,14 @@ def test_nothing_to_fix_stops_after_the_diagnosis(tmp_path):
     assert not (tmp_path / "search").exists() and SplitLog(tmp_path).test_reads() == 0
 
 
+def test_until_stops_after_a_stage_and_a_later_until_goes_on(tmp_path):
+    first = run_cli("lpes_framework", "tune", *TINY, *GOES_ON, "tune.until=diagnose", f"hydra.run.dir={tmp_path}")
+    assert "stopped after diagnose (tune.until)" in first.stdout and not (tmp_path / "search").exists()
+    again = run_cli("lpes_framework", "tune", *TINY, *GOES_ON, "tune.until=search", f"hydra.run.dir={tmp_path}")
+    assert "diagnose: done before" in again.stdout and (tmp_path / "candidates" / "search" / "factors.json").exists()
+    assert "validate" not in json.loads((tmp_path / "tune.json").read_text())["stages"]
+
+
 def test_the_test_is_refused_before_a_candidate_passed_validation(tmp_path):
     from lpes_framework.tune.recipe import Tune
 
@@ -141,6 +149,7 @@ def test_a_harmed_column_gets_a_repair_chosen_on_validation(tuned, tmp_path, mon
     ("tune.search_columns=[kv-short,nope]", "unknown matrix columns"),
     ("tune.repair.reset_fraction=0", "reset_fraction must be in"),
     ("tune.test.cap=3", "cap must be a whole number >= 8"),
+    ("tune.until=deploy", "tune.until must be one of"),
     ("+matrix.columns.bad={task:kv_retrieval,set:{pairs:0}}", "matrix column 'bad'"),
 ])
 def test_bad_tune_settings_are_one_line_before_any_weights_load(tmp_path, override, match):

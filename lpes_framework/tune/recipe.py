@@ -63,6 +63,9 @@ class Tune:
         self.fraction = number(t.repair.reset_fraction, "tune.repair.reset_fraction")
         if not 0 < self.fraction <= 1:
             raise LpesError(f"tune.repair.reset_fraction must be in (0, 1], got {self.fraction}")
+        self.until = str(t.until)
+        if self.until not in STAGES:
+            raise LpesError(f"tune.until must be one of {', '.join(STAGES)}, got {self.until!r}")
         self.points = number(t.diagnose.middle_points, "tune.diagnose.middle_points")
         self.nats = number(t.diagnose.middle_nats, "tune.diagnose.middle_nats")
         check_request(t.test.precision, cap=t.test.cap)
@@ -76,7 +79,9 @@ class Tune:
 
     # -- state ---------------------------------------------------------------------------------------
     def _settings(self) -> dict:
-        return {k: v for k, v in plain(self.cfg).items() if k not in VOLATILE}
+        settings = {k: v for k, v in plain(self.cfg).items() if k not in VOLATILE}
+        settings["tune"] = {k: v for k, v in settings["tune"].items() if k != "until"}  # where to stop is free
+        return settings
 
     def _load_state(self) -> dict:
         if not self.state_file.exists():
@@ -105,6 +110,9 @@ class Tune:
                     write_json_atomic(self.state_file, state)
                 if state["stages"][stage].get("stop"):
                     print(f"[tune] stopped after {stage}: {state['stages'][stage]['stop']}")
+                    break
+                if stage == self.until:
+                    print(f"[tune] stopped after {stage} (tune.until); the same command with a later tune.until goes on")
                     break
             return state
 
