@@ -76,9 +76,19 @@ def number(value, setting: str) -> float:
 def task_specs(cfg) -> dict[str, dict]:
     """Configs of the primary ``task`` plus ``extra_tasks``, keyed by name (extra tasks keep their dict
     key), each with the run's seed unless it sets its own."""
-    specs = {cfg.task.name: plain(cfg.task)} | {k: plain(v) for k, v in (cfg.get("extra_tasks") or {}).items()}
+    primary, extra = plain(cfg.task), {k: plain(v) for k, v in (cfg.get("extra_tasks") or {}).items()}
+    if primary["name"] in extra:  # the dict would silently replace the primary task with it
+        raise LpesError(f"extra_tasks.{primary['name']}: an extra task may not take the primary task's name "
+                        f"({primary['name']}); give it another key")
     seed = int(cfg.get("seed", 0))
-    return {key: {"seed": seed} | spec for key, spec in specs.items()}
+    specs = {key: {"seed": seed} | spec for key, spec in {primary["name"]: primary, **extra}.items()}
+    seen: dict[str, str] = {}
+    for key, spec in specs.items():
+        same = seen.setdefault(repr(sorted((k, repr(v)) for k, v in spec.items() if k != "weight")), key)
+        if same != key:  # two copies of one task weigh it twice (or, with opposite weights, cancel)
+            raise LpesError(f"tasks {same} and {key} are the same task with the same settings; keep one "
+                            "(its weight says how much it counts)")
+    return specs
 
 
 def build_tasks(cfg) -> dict:

@@ -87,6 +87,14 @@ def last_error_line(proc) -> str:
     ("search", ["optimizer=ga", "optimizer.init_uniform=2"], "ga: init_uniform must be a list of numbers, got 2"),
     ("search", ["optimizer=gradient", "optimizer.betas=0.9"], "gradient: betas must be 2 numbers"),
     ("search", ["optimizer=gradient", "optimizer.betas=[0.9,x]"], "gradient: betas must be 2 numbers"),
+    # mixtures that mean nothing: the primary replaced by an extra of its name, a weight that drops a task or
+    # searches against it, two copies of one task
+    ("search", ["+task@extra_tasks.kv_retrieval=passkey"], "may not take the primary task's name (kv_retrieval)"),
+    ("search", ["+task@extra_tasks.p=passkey", "extra_tasks.p.weight=-1"], "a searched task's weight must be positive"),
+    ("search", ["+task@extra_tasks.p=passkey", "extra_tasks.p.weight=0"], "a searched task's weight must be positive"),
+    ("search", ["+task@extra_tasks.a=passkey", "+task@extra_tasks.b=passkey", "extra_tasks.b.weight=2"],
+     "tasks a and b are the same task with the same settings"),
+    ("evaluate", ["+task@extra_tasks.kv_retrieval=passkey"], "may not take the primary task's name"),
 ])
 def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load
@@ -236,3 +244,8 @@ def test_paper_preset_fits_a_4k_window():
     longest = max(len(s.prompt + s.prefix + s.answer) for task in build_tasks(cfg).values()
                   for split in ("search", "test") for s in task.samples(split))
     assert longest + 64 <= 4096
+
+
+def test_a_retest_on_the_search_split_is_refused():
+    proc = run_cli("lpes_framework.commands.retest", "--split", "search", check=False)
+    assert proc.returncode == 2 and "a re-test is held out, on the validation or the test split" in proc.stderr

@@ -249,6 +249,17 @@ def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
     assert preset["metrics"] == {"search": {"fitness": 0.3}, "test": {"unpatched": {"scores": scores},
                                                                        "found": {"scores": scores}},
                                  "intervals": {"found - unpatched": interval}}
+    # a preset there (a shipped one) is replaced only when asked
+    with pytest.raises(LpesError, match="mine.json exists .* pass --replace"):
+        make_preset(str(source), heldout, "mine", tmp_path / "presets")
+    assert make_preset(str(source), heldout, "mine", tmp_path / "presets", replace=True) == target
+    # evidence of another task than the file was made for is not its evidence
+    (tmp_path / "pk").mkdir()
+    passkey = write(tmp_path / "pk", load_factors(source) | {"task": {"name": "passkey"}})
+    results["methods"]["file pk"] = results["methods"][f"file {tmp_path.name}"]
+    write_json_atomic(heldout / "results.json", results)
+    with pytest.raises(LpesError, match="re-tested kv_retrieval, and this file was made for passkey"):
+        make_preset(str(passkey), heldout, "pk", tmp_path / "presets")
     (tmp_path / "other").mkdir()
     stranger = write(tmp_path / "other", load_factors(source))  # a file the folder did not re-test
     with pytest.raises(LpesError, match="no row 'file other'"):

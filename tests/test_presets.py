@@ -1,6 +1,7 @@
 """The presets shipped in the package: valid factors files that carry the regime they were searched in,
 loadable by name, and (where their model is installed) applicable to it."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,22 @@ def test_lpes_preset_lists_each_shipped_preset_with_its_held_out_gain(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == preset_names()
     assert all("held out on kv_retrieval: middle exact +" in line for line in lines)  # every preset gains there
+
+
+def test_one_odd_preset_does_not_break_the_listing(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from lpes_framework.commands import preset
+    from lpes_framework.model import factors_file
+
+    names = preset_names()
+    for name in names:
+        shutil.copy(Path(PRESETS) / f"{name}.json", tmp_path)
+    odd = load_factors(names[0])
+    del odd["metrics"]["intervals"]  # a preset made without a re-test's intervals
+    (tmp_path / "odd.json").write_text(json.dumps(odd))
+    monkeypatch.setattr(factors_file, "PRESETS", tmp_path)
+    preset.main([])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(names) + 1
+    assert [line for line in lines if line.startswith("odd ")] == ["odd                            unreadable: KeyError 'intervals'"]

@@ -39,6 +39,8 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
     from ..compare.methods import file_method_names
     from ..compare.run import run_evaluate
 
+    if split not in ("validation", "test"):  # the search split is what the search was scored on
+        raise LpesError(f"--split {split}: a re-test is held out, on the validation or the test split")
     record = load_factors(preset)
     run = record.get("run")  # the search's run record: its model and task; presets made before it, the task block
     if run is None and "task" not in record:
@@ -77,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--preset", default=DEFAULT_PRESET, help="shipped preset name or factors file")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="model config group of a file without a run record")
     parser.add_argument("--samples", type=int, default=60, help="haystacks per gold position (>= 60)")
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", help="validation or test (held out: never the search split)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--uniform", type=float, nargs="*", help="uniform factors to show alongside (default: the "
                         "best uniform scaling the preset's search tested, if it records one)")

@@ -60,6 +60,10 @@ class Search:
         if self.gradient:
             self._check_differentiable()
         self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
+        weightless = [key for key, task in self.tasks.items() if not task.weight > 0]
+        if weightless:  # a zero weight drops a task from the fitness, a negative one searches against it
+            raise LpesError(f"tasks {weightless} weigh {[self.tasks[k].weight for k in weightless]}: a searched "
+                            "task's weight must be positive (score a task beside a search with lpes evaluate)")
         if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
             specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
             self.tasks["perplexity"] = TASKS.build(specs["perplexity"])

@@ -24,6 +24,11 @@ def with_evidence(record: dict, results: dict, found: str) -> dict:
             or tested.get("scheme") != record["scheme"]:
         raise LpesError(f"the evaluate results' row {found!r} scored other factors or another scheme than this file: "
                         "not a re-test of it")
+    task = (record.get("task") or (record.get("run") or {}).get("config", {}).get("task") or {}).get("name")
+    tested_tasks = sorted({t.get("name") for t in (results.get("tasks") or {}).values() if isinstance(t, dict)})
+    if task is not None and task not in tested_tasks:  # a preset's evidence is of the task it was made for
+        raise LpesError(f"the evaluate results re-tested {', '.join(map(str, tested_tasks)) or 'no task'}, and this "
+                        f"file was made for {task}: not its evidence")
     names = {name: "found" if name == found else name for name in results["methods"]}
     prefix = f"{found} - "
     tested = {
@@ -34,7 +39,9 @@ def with_evidence(record: dict, results: dict, found: str) -> dict:
     return record | {"metrics": record["metrics"] | tested}
 
 
-def make_preset(factors: str, heldout: Path, name: str, out: Path) -> Path:
+def make_preset(factors: str, heldout: Path, name: str, out: Path, replace: bool = False) -> Path:
+    """``factors`` with the evidence of the evaluate folder ``heldout`` that re-tested it, as ``<out>/<name>.json``;
+    an existing file there (a shipped preset) is replaced only with ``replace``."""
     # a preset is used by its name wherever a factors file is: a plain file name, not a path out of --out
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
         raise LpesError(f"--name {name!r}: a preset's name is a plain file name (letters, digits, '.', '_', '-'; "
@@ -42,6 +49,8 @@ def make_preset(factors: str, heldout: Path, name: str, out: Path) -> Path:
     record = load_factors(factors)
     preset = with_evidence(record, read_results(Path(heldout)), file_method_names([factors])[factors])
     target = Path(out) / f"{name}.json"
+    if (target.exists() or target.is_symlink()) and not replace:
+        raise LpesError(f"{target} exists (a shipped or earlier preset); pass --replace to overwrite it")
     target.parent.mkdir(parents=True, exist_ok=True)  # only once the file is known to be written
     write_json_atomic(target, preset)
     return target

@@ -18,4 +18,4 @@ last = {json.loads(line).get("method"): i for i, line in enumerate(lines)}
 open(sys.argv[1], "w").writelines(lines[i] for name, i in sorted(last.items(), key=lambda kv: kv[1]) if name in wanted)
 PY
 python bench/heldout_gain.py --preset $candidate --samples 100 --uniform 1.5 --threads 1 --out $here | tee $here/heldout.txt
-python -m lpes_framework.commands.preset $candidate --heldout $here --name qwen2.5-coder-0.5b-general
+python -m lpes_framework.commands.preset $candidate --heldout $here --name qwen2.5-coder-0.5b-general --out lpes_framework/presets --replace

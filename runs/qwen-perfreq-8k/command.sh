@@ -16,7 +16,7 @@ original=runs/qwen-perfreq/search/best_factors.json  # the per-frequency search'
 [ -e $run/heldout/rows.jsonl ] || cp runs/qwen-perfreq/heldout/rows.jsonl $run/heldout/rows.jsonl
 python -m lpes_framework retest --preset $run/factors.json --samples ${SAMPLES:-100} --uniform 1.5 \
     --versus qwen2.5-coder-0.5b $original --out $run/heldout | tee $run/heldout/heldout.txt
-python -m lpes_framework.commands.preset $run/factors.json --heldout $run/heldout --name qwen2.5-coder-0.5b-perfreq
+python -m lpes_framework.commands.preset $run/factors.json --heldout $run/heldout --name qwen2.5-coder-0.5b-perfreq --out lpes_framework/presets --replace
 # the benchmark's line for the shipped preset (every row reused; it relabels the held file as the preset in $run/heldout)
 python bench/heldout_gain.py --preset qwen2.5-coder-0.5b-perfreq --samples ${SAMPLES:-100} --uniform 1.5 \
     --versus qwen2.5-coder-0.5b $original --out $run/heldout | tail -1 > $run/heldout_gain.txt
