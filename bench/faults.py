@@ -16,7 +16,8 @@ empty folder, a KV file with too few records, damaged log lines, an unknown plug
 files received from others (links out of the folder, records naming models, files or remote code, logs and
 checkpoints of other runs, held-out rows changed under their key, ambiguous data), competitor options that
 make the method a no-op, every file kind damaged field by field and given to every command that reads it
-(``file_probes.py``), and (``--cache``, ~1 min more) a truncated model cache, which must be rebuilt with a
+(``file_probes.py``), mixtures that mean nothing, presets over other files or with another task's evidence,
+``lpes tune`` settings no recipe can follow, and (``--cache``, ~1 min more) a truncated model cache, which must be rebuilt with a
 line saying so. Last line: ``faults_tried=<n> security=<n> silent=<n> late=<n> lost=<n> traceback=<n>``;
 target: every count but the first 0.
 """
@@ -186,8 +187,53 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
                f"hydra.run.dir={evaluated}").returncode == 0, "the reference evaluate failed"
     probe_files(tmp, judge, reference, evaluated)
     received(tmp, judge, reference, block)
+    mixtures_presets_recipes(tmp, judge, reference, evaluated)
     if cache:
         damaged_cache(tmp, judge)
+
+
+def mixtures_presets_recipes(tmp: Path, judge: Judge, reference: Path, evaluated: Path) -> None:
+    """Issue 69's classes 4 and 5 and the recipe: mixtures that mean nothing, presets over other files or with
+    another task's evidence, a re-test on the search split, tune settings no recipe can follow."""
+    for i, (label, overrides, words) in enumerate((
+            ("an extra task named as the primary", ["+task@extra_tasks.kv_retrieval=passkey"], "primary task's name"),
+            ("a negative task weight", ["+task@extra_tasks.p=passkey", "extra_tasks.p.weight=-1"], "must be positive"),
+            ("a zero task weight", ["+task@extra_tasks.p=passkey", "extra_tasks.p.weight=0"], "must be positive"),
+            ("one task twice in a mixture", ["+task@extra_tasks.a=passkey", "+task@extra_tasks.b=passkey"],
+             "the same task with the same settings"))):
+        judge.refused(label, cli("lpes_framework", *SEARCH, *overrides, f"hydra.run.dir={tmp / f'mix{i}'}"), words)
+    presets = tmp / "presets"
+    made = cli("lpes_framework.commands.preset", str(reference / "best_factors.json"), "--heldout", str(evaluated),
+               "--name", "mine", "--out", str(presets))
+    judge.check("a preset from a re-test", made.returncode == 0, made.stderr.strip()[-120:])
+    before = snapshot(presets)
+    judge.refused("a preset over an existing one", cli(
+        "lpes_framework.commands.preset", str(reference / "best_factors.json"), "--heldout", str(evaluated), "--name",
+        "mine", "--out", str(presets)), "pass --replace", presets, before)
+    other = tmp / "other-task"
+    other.mkdir()
+    record = json.loads((reference / "best_factors.json").read_text())
+    (other / "best_factors.json").write_text(json.dumps(record | {"task": {"name": "passkey"}}))
+    renamed = tmp / "other-evidence"  # the re-test's row under this folder's name: only the task differs
+    renamed.mkdir()
+    results = json.loads((evaluated / "results.json").read_text())
+    results["methods"]["file other-task"] = results["methods"].pop(f"file {reference.name}")
+    results["intervals"] = {k.replace(f"file {reference.name}", "file other-task"): v for k, v in results["intervals"].items()}
+    (renamed / "results.json").write_text(json.dumps(results))
+    judge.refused("a preset with another task's evidence", cli(
+        "lpes_framework.commands.preset", str(other / "best_factors.json"), "--heldout", str(renamed), "--name", "x",
+        "--out", str(presets)), "was made for passkey", presets, before)
+    judge.refused("lpes retest on the search split", cli("lpes_framework.commands.retest", "--split", "search"),
+                  "a re-test is held out")
+    tune = ["tune", "model=tiny", "matrix=tiny", "tune.search_columns=[kv-short,kv-long]", "progress=false"]
+    for i, (label, overrides, words) in enumerate((
+            ("tune: a search column the matrix lacks", ["tune.search_columns=[kv-short,nope]"], "unknown matrix columns"),
+            ("tune: an unknown last stage", ["tune.until=deploy"], "tune.until must be one of"),
+            ("tune: a test cap below the floor", ["tune.test.cap=2"], "cap must be a whole number >= 8"),
+            ("tune: a matrix column of a bad size", ["+matrix.columns.bad={task:kv_retrieval,set:{pairs:0}}"],
+             "matrix column 'bad'"),
+            ("tune: a repair fraction of 0", ["tune.repair.reset_fraction=0"], "reset_fraction must be in"))):
+        judge.refused(label, cli("lpes_framework", *tune, *overrides, f"hydra.run.dir={tmp / f'tune{i}'}"), words)
 
 
 def crafted_copy(reference: Path, folder: Path, edit=None) -> Path:
