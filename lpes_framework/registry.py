@@ -25,10 +25,12 @@ T = TypeVar("T")
 
 
 def _same_kind(default: Any, value: Any) -> bool:
-    """Whether ``value`` may stand where a numeric ``default`` does: a finite number, and a whole one
-    where the default is an integer (a population of 9.5 is a typo, not a request); other defaults
-    (None, text that may also be a flag, sequences) are left to the factory's own checks."""
-    if isinstance(default, bool) or not isinstance(default, (int, float)) or value is None:
+    """Whether ``value`` may stand where a numeric or flag ``default`` does: a finite number, a whole one where
+    the default is an integer (a population of 9.5 is a typo, not a request), true or false where it is a flag;
+    other defaults (None, text that may also be a flag, sequences) are left to the factory's own checks."""
+    if isinstance(default, bool):  # a flag: "false" as text or 0 would read as a choice it is not
+        return isinstance(value, bool)
+    if not isinstance(default, (int, float)) or value is None:
         return True
     if not is_number(value):
         return False
@@ -143,7 +145,8 @@ class Registry(Generic[T]):
         for key, value in options.items():
             param = signature.parameters.get(key)
             if param is not None and not _same_kind(param.default, value):
-                kind = "a whole number" if isinstance(param.default, int) else "a finite number"
+                kind = ("true or false" if isinstance(param.default, bool) else
+                        "a whole number" if isinstance(param.default, int) else "a finite number")
                 raise LpesError(f"{self.kind} '{cfg['name']}': option {key}={value!r} must be "
                                 f"{kind} like its default {param.default!r}")
         return factory, options

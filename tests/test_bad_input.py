@@ -95,6 +95,13 @@ def last_error_line(proc) -> str:
     ("search", ["+task@extra_tasks.a=passkey", "+task@extra_tasks.b=passkey", "extra_tasks.b.weight=2"],
      "tasks a and b are the same task with the same settings"),
     ("evaluate", ["+task@extra_tasks.kv_retrieval=passkey"], "may not take the primary task's name"),
+    # scheme options checked like the rest: NaN, text, a flag given as text, a ramp beyond every wavelength
+    ("search", ["pos=yarn", "pos.attention_factor=nan"], "attention_factor must be a positive finite number"),
+    ("search", ["pos=yarn", "pos.attention_factor=0"], "attention_factor must be a positive finite number"),
+    ("search", ["pos=yarn", "pos.truncate=maybe"], "option truncate='maybe' must be true or false"),
+    ("search", ["pos=ntk", "pos.wavelength_low=nan"], "wavelength_low must be a finite number of tokens"),
+    ("search", ["pos=ntk", "pos.wavelength_low=abc"], "wavelength_low must be a finite number of tokens"),
+    ("evaluate", ["pos=ntk", "pos.wavelength_low=1e30"], "changes no frequency of tiny-llama at any factor"),
 ])
 def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load

@@ -35,8 +35,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ...errors import LpesError
-from ..bands import banded, check_bands, model_band_check
+from ...errors import LpesError, is_number
+from ..bands import banded, check_bands, default_inv_freq, model_band_check
 from ...registry import SCHEMES
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +84,9 @@ def wavelength_ramp(inv_freq: torch.Tensor, low: float | None, high: float | Non
         if high is not None:
             raise LpesError("wavelength_high needs wavelength_low")
         return torch.ones_like(inv_freq)
+    for name, value in (("wavelength_low", low), ("wavelength_high", high)):
+        if value is not None and not (is_number(value) and math.isfinite(value)):
+            raise LpesError(f"{name} must be a finite number of tokens, got {value!r}")
     if low <= 0 or (high is not None and high < low):
         raise LpesError(f"need 0 < wavelength_low <= wavelength_high, got {low}, {high}")
     wavelength = 2 * math.pi / inv_freq
@@ -218,6 +221,17 @@ def check_scheme_for(scheme, info) -> None:
     check = getattr(scheme, "check_model", None)
     if check is not None:
         check(info)
+    inv_freq = default_inv_freq(info)
+    if isinstance(scheme, BoundScheme) and inv_freq is not None:
+        # options that leave every frequency of this model where it is (a wavelength_low beyond its longest
+        # wavelength) make every schedule the unpatched model: a search of nothing
+        spec = RopeSpec(inv_freq.float(), 1.0, int(info.trained_context or 2048), rope_theta=float(info.rope_theta))
+        stock, moved = scheme(spec, [1.0] * scheme.n_bands if scheme.n_bands > 1 else 1.0, 1), \
+            scheme(spec, [1.5] * scheme.n_bands if scheme.n_bands > 1 else 1.5, 1)
+        if torch.equal(stock[0], moved[0]) and stock[1] == moved[1]:
+            options = ", ".join(f"{k}={v}" for k, v in scheme.config.items() if k != "name")
+            raise LpesError(f"pos={scheme.config['name']} ({options or 'no options'}) changes no frequency of "
+                            f"{info.name} at any factor: every schedule would be the unpatched model")
 
 
 def is_identity(scheme, factors) -> bool:

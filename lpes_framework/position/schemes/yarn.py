@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ...errors import LpesError
+from ...errors import LpesError, is_number
 from ...registry import SCHEMES
 from .base import RopeSpec, as_factor, check_factor, straight_through, traced
 
@@ -54,6 +54,9 @@ def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta
     same factor on every layer equals ``rope_type: yarn`` with ``factor: s``. The ramp depends only on
     the trained window and the betas, not on s; the attention factor follows s.
     """
+    if attention_factor is not None and not (is_number(attention_factor) and 0 < attention_factor < math.inf):
+        raise LpesError(f"yarn: attention_factor must be a positive finite number (or null: YaRN's own), got "
+                        f"{attention_factor!r}")
     if not 0 < beta_slow < beta_fast:
         raise LpesError(f"yarn needs 0 < beta_slow < beta_fast, got {beta_slow}, {beta_fast}")
     check_factor(factor)
