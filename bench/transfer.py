@@ -181,6 +181,9 @@ def main() -> None:
     also = dict(item.split("=", 1) for item in args.also if "=" in item)
     if len(also) != len(args.also):
         raise SystemExit("error: --also takes LABEL=FILE pairs")
+    shadowed = sorted(set(also) & set(methods(general)))
+    if shadowed:  # the built-in row would be replaced in every cell without a word
+        raise SystemExit(f"error: --also labels {shadowed} are rows of the matrix already; give them other labels")
     rows = methods(general, also)
     if args.methods:
         unknown = set(args.methods) - set(rows)

@@ -73,3 +73,15 @@ def test_a_bad_precision_request_is_one_line_before_anything_is_scored(tmp_path,
     with pytest.raises(SystemExit):
         transfer.main()
     assert "pilot draws must be a whole number >= 2" in capsys.readouterr().err
+
+
+def test_an_extra_row_may_not_shadow_a_built_in_one(tmp_path, monkeypatch, capsys):
+    import sys
+
+    import pytest
+    import transfer
+
+    monkeypatch.setattr(sys, "argv", ["transfer.py", "--out", str(tmp_path), "--report",
+                                      "--also", f"unpatched={tmp_path / 'f.json'}"])
+    with pytest.raises(SystemExit, match="are rows of the matrix already"):
+        transfer.main()

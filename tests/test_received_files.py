@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import TINY_SEARCH, run_cli
+from conftest import TINY_SEARCH, TINY_TASK, run_cli
 from lpes_framework.search import run_search
 from lpes_framework.config import compose_config
 from lpes_framework.errors import LpesError
@@ -312,3 +312,21 @@ def test_a_corrected_command_after_a_late_refusal_starts_afresh(tmp_path, monkey
     monkeypatch.setattr(load, "load_model", real)
     run_search(cfg, tmp_path)
     assert (tmp_path / "best_factors.json").exists()
+
+
+def test_two_records_under_one_key_that_disagree_are_refused(evaluate_run, tmp_path):
+    import shutil
+
+    from lpes_framework.compare.run import scored_rows
+    from lpes_framework.config import compose_config
+
+    folder = tmp_path / "copy"
+    shutil.copytree(evaluate_run, folder)
+    log = folder / "rows.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    twin = json.loads(json.dumps(next(r for r in reversed(records) if r.get("method") == "unpatched")))
+    task = next(iter(twin["rows"]))
+    twin["rows"][task][0]["logprob"] += 1.0  # the same key, one sample's score changed
+    log.write_text(log.read_text() + json.dumps(twin) + "\n")
+    with pytest.raises(LpesError, match="hold rows under one key that differ on the same samples"):
+        scored_rows(compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]"]), folder)

@@ -41,6 +41,20 @@ def scored_before(prior: list[tuple[str, dict]], counts: dict[str, int], key_at)
     return {task: [r for r in per if r.draw < counts[task]] for task, per in best.items()}
 
 
+def check_agreeing(prior: list[tuple[str, dict]], path) -> None:
+    """Records under one key are one method on one design: their rows must be equal on every sample both hold
+    (a later record repeats an earlier one's draws). Two that differ mean the file was edited or merged from
+    elsewhere, and whichever a reuse took would set the scores in silence."""
+    seen: dict[str, tuple[int, dict]] = {}
+    for line, (key, rows) in enumerate(prior, 1):
+        per_task = {task: per for task, per in rows.items()}
+        if key in seen and not _agree(seen[key][1], per_task):
+            raise LpesError(f"{path}: records {seen[key][0]} and {line} hold rows under one key that differ on the "
+                            "same samples; the file was changed: keep one of them (or score again in a new folder)")
+        if key not in seen or _size(per_task) > _size(seen[key][1]):
+            seen[key] = (line, per_task)
+
+
 def logged_rows(out_dir) -> dict[str, dict[str, list[ScoreRow]]]:
     """Each method's per-sample rows in an evaluate folder, from its most complete ``rows.jsonl`` record (a
     method grown to more haystacks keeps its shorter records too): the input of analyses made afterwards.

@@ -29,7 +29,7 @@ from ..position import build_scheme, check_scheme_for
 from ..position.bands import resolve_bands
 from ..report.plots import plot_by_position
 from .methods import interval_pairs, plan_methods
-from .rows import method_key, scored_before
+from .rows import check_agreeing, method_key, scored_before
 
 
 def run_evaluate(cfg: DictConfig, out_dir: Path) -> dict:
@@ -80,6 +80,7 @@ def _reusable(log: JsonLog, counts: dict[str, int], jobs: dict, regime: dict) ->
     position asked for."""
     prior = [(record["key"], rows_from_json(record["rows"])) for record in read_rows(log.path)
              if record.get("kind") != KEY]
+    check_agreeing(prior, log.path)
     return {name: scored_before(prior, counts, lambda n, job=job: method_key(*job, regime, n))
             for name, job in jobs.items()}
 
