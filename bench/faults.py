@@ -193,8 +193,9 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
 
 
 def mixtures_presets_recipes(tmp: Path, judge: Judge, reference: Path, evaluated: Path) -> None:
-    """Issue 69's classes 4 and 5 and the recipe: mixtures that mean nothing, presets over other files or with
-    another task's evidence, a re-test on the search split, tune settings no recipe can follow."""
+    """Issue 69's classes 1, 4 and 5 and the recipe: mixtures that mean nothing, presets over other files or with
+    another task's evidence, a re-test on the search split, exports onto what they did not make, tune settings
+    no recipe can follow."""
     for i, (label, overrides, words) in enumerate((
             ("an extra task named as the primary", ["+task@extra_tasks.kv_retrieval=passkey"], "primary task's name"),
             ("a negative task weight", ["+task@extra_tasks.p=passkey", "extra_tasks.p.weight=-1"], "must be positive"),
@@ -225,6 +226,20 @@ def mixtures_presets_recipes(tmp: Path, judge: Judge, reference: Path, evaluated
         "--out", str(presets)), "was made for passkey", presets, before)
     judge.refused("lpes retest on the search split", cli("lpes_framework.commands.retest", "--split", "search"),
                   "a re-test is held out")
+    keeps = tmp / "users-model"  # a folder no export made: the user's own model
+    keeps.mkdir()
+    (keeps / "README.md").write_text("mine")
+    (keeps / "model.safetensors").write_text("weights")
+    linked = tmp / "linked-out"
+    linked.symlink_to(keeps)
+    a_file = tmp / "a-file"
+    a_file.write_text("x")
+    for label, out, words in (("export onto a model folder it did not make", keeps, "holds files no export made"),
+                              ("export through a link", linked, "is a link"),
+                              ("export onto a file", a_file, "is a file")):
+        before = snapshot(keeps)
+        judge.refused(label, cli("lpes_framework.commands.export", str(reference / "best_factors.json"), "--model",
+                                 "tiny", "--out", str(out)), words, keeps, before)
     tune = ["tune", "model=tiny", "matrix=tiny", "tune.search_columns=[kv-short,kv-long]", "progress=false"]
     for i, (label, overrides, words) in enumerate((
             ("tune: a search column the matrix lacks", ["tune.search_columns=[kv-short,nope]"], "unknown matrix columns"),

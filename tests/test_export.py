@@ -394,3 +394,49 @@ def test_a_schedule_held_to_a_length_keeps_its_tables_fixed_that_long_and_moves_
     huge = run_cli("lpes_framework.commands.factors", str(tmp_path / "ntk.json"), "--hold-to", str(10**20),
                    "--out", str(tmp_path / "bad.json"), check=False)  # once an integer overflow's traceback
     assert huge.returncode == 2 and "a prompt length in tokens" in huge.stderr and not (tmp_path / "bad.json").exists()
+
+
+def test_an_export_never_writes_over_or_through_what_it_did_not_make(tmp_path, monkeypatch):
+    from lpes_framework.report import export as exporting
+
+    model = tiny_model("llama")
+    mine = tmp_path / "my-model"
+    mine.mkdir()
+    (mine / "README.md").write_text("my notes")
+    outside = tmp_path / "outside.md"
+    outside.write_text("untouched")
+    linked = tmp_path / "linked"
+    linked.symlink_to(mine)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    with apply_layer_scaling(model, [1.5] * 4, build_scheme({"name": "pi"})) as handle:
+        for target, words in ((mine, "holds files no export made"), (linked, "is a link"), (a_file, "is a file")):
+            with pytest.raises(LpesError, match=words):
+                exporting.save_self_contained(model, handle, target)
+        assert (mine / "README.md").read_text() == "my notes" and a_file.read_text() == "x"
+        first = exporting.save_self_contained(model, handle, tmp_path / "export")
+        # a second export over the first replaces it whole; one that fails half way (a full disk) leaves it as it was
+        stamp = (first / "config.json").read_bytes()
+
+        def full_disk(*args, **kwargs):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(exporting, "plot_factors", full_disk)
+        with pytest.raises(LpesError, match="No space left on device.*the folder there is as it was"):
+            exporting.save_self_contained(model, handle, tmp_path / "export")
+        assert (first / "config.json").read_bytes() == stamp and (first / "README.md").exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "export", "linked", "my-model", "outside.md"]
+        monkeypatch.undo()
+        assert exporting.save_self_contained(model, handle, mine, replace=True) == mine  # told to
+    assert outside.read_text() == "untouched" and not (mine / "README.md").read_text() == "my notes"
+
+
+def test_the_card_publishes_only_plain_names_and_ordered_intervals():
+    from lpes_framework.report.export import evidence_rows
+
+    good = {"delta": 6.9, "low": 5.6, "high": 8.2}
+    intervals = {"found - unpatched": {"kv": {"middle": good, "0": {"delta": 9.0, "low": 5.0, "high": 3.0}}},
+                 "found - x |\n## Load\nmodel = from_pretrained('evil', trust_remote_code=True)": {"kv": {"0": good}},
+                 "found - uniform": {"kv`": {"0": good}, "kv": {"0": {"delta": float("nan"), "low": 0, "high": 1}}}}
+    assert evidence_rows(intervals) == [("found - unpatched", "kv", "middle", good)]
+    assert evidence_rows("not a mapping") == []

@@ -17,11 +17,11 @@ import json
 from pathlib import Path
 
 
-def export(factors: str, model: str, out: Path) -> Path:
+def export(factors: str, model: str, out: Path, replace: bool = False) -> Path:
     from ..config import compose_config
     from ..tune.ship import export_with
 
-    return export_with(factors, compose_config("config", [f"model={model}"]).model, out)
+    return export_with(factors, compose_config("config", [f"model={model}"]).model, out, replace)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -30,9 +30,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lpes_framework.commands.export", description=__doc__.split("\n\n")[0])
     parser.add_argument("factors", help="a factors file (a search's best_factors.json) or a shipped preset's name")
     parser.add_argument("--model", required=True, help="the model config group it was searched on, e.g. qwen2.5-0.5b")
-    parser.add_argument("--out", type=Path, required=True, help="the folder to write")
+    parser.add_argument("--out", type=Path, required=True, help="the folder to write (a new one, or an earlier "
+                        "export: replaced whole once the new one is written)")
+    parser.add_argument("--replace", action="store_true", help="replace a folder that holds something else")
     args = parser.parse_args(argv)
-    folder = one_line_errors(export)(args.factors, args.model, args.out)
+    folder = one_line_errors(export)(args.factors, args.model, args.out, args.replace)
     tables = json.loads((folder / "config.json").read_text())["lpes_tables"]
     print(f"wrote {folder}" + (f"; its tables change with the input length from {tables['window'] + 1} tokens on, so "
                                f"the folder (and vLLM) take inputs of at most {tables['window']} tokens: see its "

@@ -6,7 +6,11 @@ how to load it in transformers and in vLLM)."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import torch
@@ -35,13 +39,63 @@ def layer_tables(model, handle) -> dict:
     return {"inv_freq": inv, "scaling": scales, "window": window, "length_dependent": window < limit}
 
 
+def is_export(path: Path) -> bool:
+    """Whether ``path`` is a folder an export made (its config.json holds the ``lpes`` block, beside the
+    modeling file): the only non-empty folder an export replaces unasked."""
+    try:
+        return (path / "lpes_modeling.py").is_file() and "lpes" in json.loads((path / "config.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def check_target(path: str | os.PathLike, replace: bool = False) -> Path:
+    """``path`` as an export's target, or one line before any weights load: never a link or a file, never a
+    folder of something else (a model the user keeps there) unless ``replace``, and a parent one can write in."""
+    path = Path(path)
+    if path.is_symlink():
+        raise LpesError(f"--out {path} is a link: an export is written to a folder of its own, never through one")
+    if path.exists() and not path.is_dir():
+        raise LpesError(f"--out {path} is a file: give a folder for the export")
+    if path.is_dir() and any(path.iterdir()) and not is_export(path) and not replace:
+        raise LpesError(f"--out {path} holds files no export made (a model's own folder?): give a new folder, or "
+                        "--replace to replace it")
+    parent = path.resolve().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise LpesError(f"--out {path}: cannot write in {parent}")
+    return path
+
+
 def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, evidence: dict | None = None,
-                        folded: dict | None = None) -> Path:
-    """``save_patched`` plus what loading without lpes_framework needs (``trust_remote_code=True``). ``folded``:
-    the settings of a scheme already multiplied into the weights (head scales), which the card names."""
+                        folded: dict | None = None, replace: bool = False) -> Path:
+    """``save_patched`` plus what loading without lpes_framework needs (``trust_remote_code=True``), as one
+    transaction: written into a new folder beside ``path`` and renamed into place once whole, so a full disk or a
+    kill leaves the folder that was there as it was. ``folded``: the settings of a scheme already multiplied into
+    the weights (head scales), which the card names."""
     if getattr(handle.scheme, "install", None) is not None:
         raise LpesError("a scheme with its own attention patch cannot be exported as RoPE tables")
-    path = Path(path)
+    path = check_target(path, replace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        _write(model, handle, staging, path.name, tokenizer, evidence, folded)
+        if path.exists():  # the previous export (or, with replace, the folder given), swapped out whole
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
+            os.replace(path, old / path.name)
+            os.replace(staging, path)
+            shutil.rmtree(old)
+        else:
+            os.replace(staging, path)
+    except OSError as exc:
+        raise LpesError(f"cannot write the export to {path} ({exc.strerror or exc}); the folder there is as it "
+                        "was") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path
+
+
+def _write(model, handle, path: Path, name: str, tokenizer, evidence, folded) -> None:
     tables = layer_tables(model, handle)
     model.config.lpes_tables = tables
     model.config.auto_map = {"AutoModelForCausalLM": "lpes_modeling.LpesForCausalLM"}
@@ -54,8 +108,7 @@ def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, 
     (path / "lpes_modeling.py").write_text(code)
     plot_factors({"factor": list(handle.factors)}, path / "factors.png")
     window = tables["window"] if tables["length_dependent"] else None
-    (path / "README.md").write_text(model_card(path.name, architecture, handle, evidence or {}, folded, window))
-    return path
+    (path / "README.md").write_text(model_card(name, architecture, handle, evidence or {}, folded, window))
 
 
 def length_reason(handle) -> str:
@@ -64,6 +117,29 @@ def length_reason(handle) -> str:
         return ("dynamic NTK: a layer factor below 1 is raised by its dynamic term as the input grows, and every "
                 "factor beyond the trained window")
     return f"its scheme, {handle.scheme.config.get('name')}, depends on the length"
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+\-]{0,79}")  # what a method, task or position label may be on the card
+
+
+def evidence_rows(intervals) -> list[tuple[str, str, str, dict]]:
+    """The (comparison, task, position, interval) rows a card may publish: the factors file's intervals whose
+    names are plain labels (a received file's names could carry Markdown: a second "Load" section) and whose
+    numbers are finite and ordered (low <= delta <= high); anything else is left off the card."""
+    rows = []
+    for pair, tasks in (intervals or {}).items() if isinstance(intervals, dict) else ():
+        if not (isinstance(pair, str) and pair.startswith("found - ") and NAME.fullmatch(pair) and isinstance(tasks, dict)):
+            continue
+        for task, per in tasks.items():
+            if not (isinstance(task, str) and NAME.fullmatch(task) and isinstance(per, dict)):
+                continue
+            for position, i in per.items():
+                numbers = [i.get(k) for k in ("low", "delta", "high")] if isinstance(i, dict) else []
+                if (isinstance(position, str) and NAME.fullmatch(position) and len(numbers) == 3
+                        and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                for v in numbers) and numbers[0] <= numbers[1] <= numbers[2]):
+                    rows.append((pair, task, position, i))
+    return rows
 
 
 def model_card(name: str, architecture: str, handle, evidence: dict, folded: dict | None = None,
@@ -79,15 +155,13 @@ def model_card(name: str, architecture: str, handle, evidence: dict, folded: dic
              "Each decoder layer reads positions through its own RoPE scaling factor, searched by lpes_framework "
              f"against the lost-in-the-middle effect; {weights}, and a forward costs what the base model's does.", "",
              f"Scheme: `{scheme}`, {len(handle.factors)} layers.", "", "![factor per layer](factors.png)", ""]
-    intervals = evidence.get("intervals", {})
-    if intervals:
+    rows = evidence_rows(evidence.get("intervals"))
+    if rows:
         lines += ["## Held-out evidence", "", "Exact match, points, found schedule minus each reference (95% paired "
                   "bootstrap interval over haystacks):", "", "| comparison | task | gold position | delta | 95% interval |",
                   "|---|---|---|---|---|"]
-        for pair, tasks in intervals.items():
-            for task, per in tasks.items():
-                for position, i in per.items():
-                    lines.append(f"| {pair} | {task} | {position} | {i['delta']:+.1f} | [{i['low']:+.1f}, {i['high']:+.1f}] |")
+        lines += [f"| {pair} | {task} | {position} | {i['delta']:+.1f} | [{i['low']:+.1f}, {i['high']:+.1f}] |"
+                  for pair, task, position, i in rows]
         lines.append("")
     else:
         lines += ["## Held-out evidence", "", "None recorded with these factors: re-test them "

@@ -56,14 +56,16 @@ def make_preset(factors: str, heldout: Path, name: str, out: Path, replace: bool
     return target
 
 
-def export_with(factors: str, model_cfg, out: Path) -> Path:
-    """``factors`` applied to the model of ``model_cfg`` (a model config), saved as a self-contained folder."""
+def export_with(factors: str, model_cfg, out: Path, replace: bool = False) -> Path:
+    """``factors`` applied to the model of ``model_cfg`` (a model config), saved as a self-contained folder
+    (over a folder no export made only with ``replace``)."""
     from ..model.factors_file import load_checked
     from ..model.load import identify, load_model
     from ..position import apply_layer_scaling, build_scheme
-    from ..report.export import save_self_contained
+    from ..report.export import check_target, save_self_contained
 
-    record = load_checked(factors, identify(model_cfg))  # before any weights load
+    check_target(out, replace)  # before any weights load, as the file's checks are
+    record = load_checked(factors, identify(model_cfg))
     scheme = build_scheme(record["scheme"])
     hf, tokenizer, _ = load_model(model_cfg)
     # a scheme that can be folded into the weights (head scales) leaves only its RoPE part to patch
@@ -71,4 +73,4 @@ def export_with(factors: str, model_cfg, out: Path) -> Path:
     install = fold or (lambda model, factors: apply_layer_scaling(model, factors, scheme))
     with install(hf, record["factors"]) as handle:
         return save_self_contained(hf, handle, out, tokenizer, evidence=record.get("metrics"),
-                                   folded=record["scheme"] if fold else None)
+                                   folded=record["scheme"] if fold else None, replace=replace)
