@@ -440,3 +440,39 @@ def test_the_card_publishes_only_plain_names_and_ordered_intervals():
                  "found - uniform": {"kv`": {"0": good}, "kv": {"0": {"delta": float("nan"), "low": 0, "high": 1}}}}
     assert evidence_rows(intervals) == [("found - unpatched", "kv", "middle", good)]
     assert evidence_rows("not a mapping") == []
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda c: c["lpes"].update(factors=[1.0, 1.0, 1.0, 9.0]), "not those of its lpes block"),
+    (lambda c: c["lpes_tables"]["inv_freq"].__setitem__(1, [float("nan")] * 8), "not those of its lpes block"),
+    (lambda c: c["lpes_tables"].update(inv_freq=c["lpes_tables"]["inv_freq"][:2]), "not those of its lpes block"),
+])
+def test_an_edited_export_is_refused_by_every_reader(tmp_path, edit, words):
+    from transformers import AutoModelForCausalLM
+
+    from lpes_framework.report.export import save_self_contained
+
+    model = tiny_model("llama")
+    with apply_layer_scaling(model, [1.0, 1.5, 2.0, 1.5], build_scheme({"name": "pi"})) as handle:
+        folder = save_self_contained(model, handle, tmp_path / "model")
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(LpesError, match=words):
+        load_patched(folder)
+    with pytest.raises(ValueError, match="lpes_tables are not those of its lpes block"):
+        AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
+
+
+def test_load_patched_takes_its_own_export_with_trust_remote_code(tmp_path):
+    from lpes_framework.report.export import save_self_contained
+
+    model = tiny_model("llama")
+    ids = torch.randint(3, 97, (1, 30))
+    with torch.no_grad(), apply_layer_scaling(model, [1.0, 1.5, 2.0, 1.5], build_scheme({"name": "pi"})) as handle:
+        expected = model(ids).logits
+        folder = save_self_contained(model, handle, tmp_path / "model")
+    reloaded, again = load_patched(folder, trust_remote_code=True)
+    with torch.no_grad():
+        assert type(reloaded).__name__ == "LlamaForCausalLM" and torch.equal(reloaded(ids).logits, expected)
+    again.remove()

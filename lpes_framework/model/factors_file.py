@@ -207,13 +207,41 @@ def save_patched(model, handle: LayerScaling, path: str | os.PathLike, tokenizer
         tokenizer.save_pretrained(path)
 
 
-def load_patched(path: str | os.PathLike, **kwargs):
-    """Load a saved model and re-apply its ``lpes`` block: (model, handle or None when it has none)."""
-    from transformers import AutoModelForCausalLM
+def check_tables_bound(config, source: str) -> bool:
+    """Whether ``config`` (a model's config) is an export's, holding per-layer tables; refused where its tables
+    are not the ones its ``lpes`` block makes (an edited folder), so that every reader (the exported modeling
+    file, ``load_patched``, the vLLM plugin) serves the same schedule or none."""
+    tables, block = getattr(config, "lpes_tables", None), getattr(config, "lpes", None)
+    if tables is None:
+        return False
+    from .lpes_modeling import tables_digest
 
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs).eval()
-    block = getattr(model.config, "lpes", None)
+    try:
+        bound = tables.get("digest") == tables_digest(block["scheme"], block["factors"], tables)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        bound = False
+    if not bound:
+        raise LpesError(f"{source}: its lpes_tables are not those of its lpes block (the folder was edited): "
+                        "export it again")
+    return True
+
+
+def load_patched(path: str | os.PathLike, **kwargs):
+    """Load a saved model and re-apply its ``lpes`` block: (model, handle or None when it has none). The block is
+    checked before the weights load, and in an exported folder so are its tables against it; such a folder loads
+    as its base class (its modeling file would patch it a second time)."""
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(path, **kwargs)
+    block = getattr(config, "lpes", None)
+    source = f"{path}/config.json (lpes block)"
+    if block is not None:
+        validate_record(block, source)
+    loader = AutoModelForCausalLM
+    if check_tables_bound(config, f"{path}/config.json"):
+        loader = getattr(transformers, (config.architectures or [""])[0], None) or AutoModelForCausalLM
+    model = loader.from_pretrained(path, **kwargs).eval()
     if block is None:
         return model, None
-    source = f"{path}/config.json (lpes block)"
-    return model, apply_record(model, validate_record(block, source), source)
+    return model, apply_record(model, block, source)

@@ -8,6 +8,9 @@ torch and transformers::
     AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
 """
 
+import hashlib
+import json
+import math
 from functools import partial
 
 import torch
@@ -17,10 +20,42 @@ ARCHITECTURE = "LlamaForCausalLM"  # replaced by the export with the model's own
 Base = getattr(transformers, ARCHITECTURE)
 
 
+def tables_digest(scheme: dict, factors: list, tables: dict) -> str:
+    """What binds the tables to the ``lpes`` block they were computed from (its scheme and factors): a folder
+    edited in one and not the other would give other logits here than in vLLM or lpes_framework."""
+    bound = {"scheme": scheme, "factors": factors, "inv_freq": tables["inv_freq"], "scaling": tables["scaling"],
+             "window": tables["window"], "length_dependent": tables["length_dependent"]}
+    return hashlib.sha256(json.dumps(bound, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def check_tables(config, n_layers: int, rotary_pairs: int) -> dict:
+    """The exported tables, refused unless whole, finite and bound to the config's ``lpes`` block."""
+    tables, block = getattr(config, "lpes_tables", None), getattr(config, "lpes", None)
+    try:
+        ok = isinstance(tables, dict) and isinstance(block, dict) and \
+            tables.get("digest") == tables_digest(block["scheme"], block["factors"], tables)
+    except (KeyError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError("config.json's lpes_tables are not those of its lpes block (the folder was edited): "
+                         "export it again")
+    if len(tables["inv_freq"]) != n_layers or len(tables["scaling"]) != n_layers:
+        raise ValueError(f"config.json's lpes_tables hold {len(tables['inv_freq'])} layers; the model has {n_layers}")
+    for index, (inv_freq, scaling) in enumerate(zip(tables["inv_freq"], tables["scaling"])):
+        good = isinstance(scaling, (int, float)) and math.isfinite(scaling) and scaling > 0 and (
+            inv_freq is None or (len(inv_freq) == rotary_pairs and all(math.isfinite(v) and v > 0 for v in inv_freq)))
+        if not good:
+            raise ValueError(f"config.json's lpes_tables: layer {index}'s table is not {rotary_pairs} positive "
+                             "finite frequencies with a positive finite scaling")
+    return tables
+
+
 class LpesForCausalLM(Base):
     def __init__(self, config, *args, **kwargs):
         super().__init__(config, *args, **kwargs)
-        tables = config.lpes_tables
+        # the model's own frequencies say how many a table holds (a partial rotary part included)
+        pairs = next(m.inv_freq.numel() for m in self.modules() if isinstance(getattr(m, "inv_freq", None), torch.Tensor))
+        tables = check_tables(config, len(self.get_decoder().layers), pairs)
         self.lpes_window = int(tables["window"])
         self.lpes_length_dependent = bool(tables["length_dependent"])
         for index, (inv_freq, scaling) in enumerate(zip(tables["inv_freq"], tables["scaling"])):

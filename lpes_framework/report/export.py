@@ -17,10 +17,12 @@ import torch
 
 from ..errors import LpesError
 from ..model.factors_file import save_patched
+from ..model.lpes_modeling import tables_digest
+from ..position.bands import factors_json
 from ..position import fixed_table, rope_layout
 from .plots import plot_factors
 
-MODELING = Path(__file__).parents[1] / "model" / "lpes_modeling.py"  # a template: copied, never imported here
+MODELING = Path(__file__).parents[1] / "model" / "lpes_modeling.py"  # copied into the folder (its digest used here)
 
 
 def layer_tables(model, handle) -> dict:
@@ -97,6 +99,7 @@ def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, 
 
 def _write(model, handle, path: Path, name: str, tokenizer, evidence, folded) -> None:
     tables = layer_tables(model, handle)
+    tables["digest"] = tables_digest(dict(handle.scheme.config), factors_json(handle.factors), tables)
     model.config.lpes_tables = tables
     model.config.auto_map = {"AutoModelForCausalLM": "lpes_modeling.LpesForCausalLM"}
     try:

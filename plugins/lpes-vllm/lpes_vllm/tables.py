@@ -17,7 +17,7 @@ import re
 import torch
 
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors_file import check_identity, validate_record
+from lpes_framework.model.factors_file import check_identity, check_tables_bound, validate_record
 from lpes_framework.model.info import model_info
 from lpes_framework.position import build_scheme, fixed_table, is_identity, layer_specs, validate_factors
 
@@ -101,6 +101,7 @@ def install(model: torch.nn.Module, block, config, max_model_len: int) -> int:
 def install_from_config(model: torch.nn.Module, model_config) -> int:
     """The loader hook: the model's ``lpes`` block applied, or nothing where its config has none."""
     block = getattr(model_config.hf_config, "lpes", None) or getattr(model_config.hf_text_config, "lpes", None)
+    check_tables_bound(model_config.hf_config, SOURCE)  # an exported folder's tables, edited apart from its block
     if block is None:
         return 0
     own = install(model, block, model_config.hf_text_config, int(model_config.max_model_len))
