@@ -256,3 +256,32 @@ def test_paper_preset_fits_a_4k_window():
 def test_a_retest_on_the_search_split_is_refused():
     proc = run_cli("lpes_framework.commands.retest", "--split", "search", check=False)
     assert proc.returncode == 2 and "a re-test is held out, on the validation or the test split" in proc.stderr
+
+
+@pytest.mark.parametrize("edit,factors,message", [
+    (lambda block: block | {"head_dim": 128}, [1.0, 1.2, 1.4, 1.6], "head_dim=128"),  # searched on another model
+    (lambda block: block, [1.0, 5.0, 1.0, 1.0], "outside the curve bounds"),  # clipped, it would be another start
+])
+def test_a_gradient_start_file_is_checked_like_any_factors_file(tmp_path, monkeypatch, edit, factors, message):
+    from lpes_framework.model import load
+    from lpes_framework.search import run_search
+
+    monkeypatch.setattr(load, "load_model", lambda *_, **__: pytest.fail("the model loaded first"))
+    start = tmp_path / "start.json"
+    write_json_atomic(start, factors_record(model=edit(model_block("tiny")), scheme={"name": "pi"}, factors=factors))
+    cfg = compose_config("config", [*TINY_TASK, "optimizer=gradient", "curve=free", "pos=pi", f"optimizer.start={start}"])
+    with pytest.raises(LpesError, match=re.escape(message)):
+        run_search(cfg, tmp_path / "run")
+
+
+def test_a_full_disk_or_a_read_only_folder_is_one_line(capsys):
+    from lpes_framework.commands.cli import one_line_errors
+
+    def writes():
+        raise OSError(28, "No space left on device", "/runs/x/evaluations.jsonl")
+
+    with pytest.raises(SystemExit) as exit_:
+        one_line_errors(writes)()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1
+    assert err[0].startswith("error: No space left on device (/runs/x/evaluations.jsonl); what was written before is kept")

@@ -93,3 +93,11 @@ def test_command_line_wrapper_knows_the_lpes_model(local_task, embedded_dirs, tm
                    f"pretrained={model_dir},tokenizer={tok_dir},factors={factors}", "--tasks", "lpes_local_choice",
                    "--include_path", str(local_task), "--device", "cpu", "--batch_size", "2")
     assert "lpes_local_choice" in proc.stdout and "acc" in proc.stdout
+
+
+def test_the_lpes_backend_without_pretrained_is_one_line():
+    from lpes_framework.commands.lm_eval import LpesLM
+    from lpes_framework.errors import LpesError
+
+    with pytest.raises(LpesError, match="needs --model_args pretrained="):
+        LpesLM(factors="qwen2.5-coder-0.5b")

@@ -38,7 +38,8 @@ def one_line(message: str, most: int = 1000) -> str:
 
 
 def one_line_errors(fn):
-    """Report bad input as ``error: ...`` on one line and exit 2, instead of a traceback."""
+    """Report bad input, and a file system that refuses a write, as ``error: ...`` on one line and exit 2,
+    instead of a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -46,6 +47,11 @@ def one_line_errors(fn):
             return fn(*args, **kwargs)
         except LpesError as exc:
             print(f"error: {one_line(str(exc))}", file=sys.stderr)
+            sys.exit(2)
+        except OSError as exc:  # a full disk, a read-only folder, a folder moved away while running
+            where = f" ({exc.filename})" if exc.filename else ""
+            print(f"error: {one_line(exc.strerror or str(exc))}{where}; what was written before is kept: fix that and "
+                  "run the same command again (a search with resume=true goes on from its last record)", file=sys.stderr)
             sys.exit(2)
 
     return wrapper

@@ -47,7 +47,9 @@ class LpesLM(HFLM):
     to apply a file searched on another model. The file is checked against ``pretrained``'s config before
     the weights load. Without ``factors`` it is exactly ``hf``."""
 
-    def __init__(self, pretrained, factors: str | None = None, allow_foreign=False, **kwargs):
+    def __init__(self, pretrained=None, factors: str | None = None, allow_foreign=False, **kwargs):
+        if pretrained is None:  # lm-eval would fail deep in its constructor, with a traceback
+            raise LpesError("lm-eval --model lpes needs --model_args pretrained=<hub id or folder>[,factors=<file>]")
         allow_foreign = str(allow_foreign).lower() in ("true", "1", "yes")  # model_args arrive as strings
         if factors:
             check_pretrained(pretrained, factors, allow_foreign, trust_remote_code=kwargs.get("trust_remote_code"))

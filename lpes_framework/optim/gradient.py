@@ -53,6 +53,10 @@ def start_genes(start, curve) -> np.ndarray:
     factors = record["factors"]
     if len(factors) != curve.n_layers:
         raise LpesError(f"gradient: start {start} holds {len(factors)} factors, the model has {curve.n_layers} layers")
+    values = np.asarray(factors, dtype=float)
+    if values.min() < curve.low - 1e-12 or values.max() > curve.high + 1e-12:  # clipped, it is another schedule
+        raise LpesError(f"gradient: start {start} holds factors in [{values.min():g}, {values.max():g}], outside the "
+                        f"curve bounds [{curve.low}, {curve.high}]; widen curve.low / curve.high")
     same_space = (record.get("curve") or {}).get("name") == curve.name and record.get("genome") is not None \
         and len(record["genome"]) == curve.n_genes
     return curve.repair(record["genome"]) if same_space else curve.fit(factors)

@@ -26,6 +26,7 @@ from ..evaluation.selection import candidate_name, select
 from ..execution import GradientJob, build_executor, encode_splits
 from ..io.spec import KEY, RunSpec, file_digests
 from ..io.store import RunLock, RunStore, cache_key
+from ..model.factors_file import load_checked
 from ..model.load import identify
 from ..optim import build_optimizer
 from ..optim.base import Gradient, GradientRequest
@@ -57,6 +58,9 @@ class Search:
         self.optimizer_cfg = plain(cfg.optimizer)
         self.optimizer = build_optimizer(self.optimizer_cfg, self.curve, int(cfg.seed))
         self.gradient = getattr(self.optimizer, "needs_gradient", False)
+        start = self.optimizer_cfg.get("start")
+        if isinstance(start, str):  # a start file searched on another model is refused like any factors file
+            load_checked(start, self.model_id)
         if self.gradient:
             self._check_differentiable()
         self.tasks = {key: TASKS.build(spec) for key, spec in specs.items()}
