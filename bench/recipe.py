@@ -33,6 +33,7 @@ def tune_of(run: Path, threads: int):
     cfg = OmegaConf.create(state["settings"])
     with open_dict(cfg):
         cfg.threads, cfg.progress, cfg.plots, cfg.resume = threads, False, False, False
+        cfg.tune.until = "ship"  # where a run stopped is no setting of it
     return Tune(cfg, run), state
 
 

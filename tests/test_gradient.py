@@ -267,7 +267,7 @@ def test_the_cosine_schedule_falls_from_lr_to_lr_min_within_each_restart():
     (["optimizer.betas=[0.9,1.0]"], "betas must be two numbers in [0, 1)"),
     (["optimizer.schedule=linear"], "schedule must be one of constant, cosine, got 'linear'"),
     (["optimizer.schedule=cosine", "optimizer.lr_min=0.5"], "lr_min must lie in [0, lr=0.05], got 0.5"),
-    (["optimizer.checkpoint_layers=sometimes"], "checkpoint_layers must be true or false, got 'sometimes'"),
+    (["optimizer.checkpoint_layers=sometimes"], "option checkpoint_layers='sometimes' must be true or false"),
     # a text of 1,000 words: a few 256-token windows, fewer than the 2 fixed + 4 steps x 2 minibatch draws
     (["+extra_tasks.ppl={name:perplexity,files:[TEXT],window_tokens:256,windows:1,weight:1.0}"],
      "too few for draw 9; the gradient optimizer draws fresh minibatches"),
