@@ -203,3 +203,41 @@ def test_bench_recipe_reports_a_finished_tune_scoring_nothing(tuned, monkeypatch
     recipe.main()
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("columns=3 harmed=0 helped=0 kv_middle_gain=") and "test_reads=1 cpu_hours=" in last
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda s: s["stages"]["test"].update(final="/etc/hostname"), "is no file of this tune"),
+    (lambda s: s["stages"]["test"].update(final="../../outside.json"), "is no file of this tune"),
+    (lambda s: s["stages"].update(test=5), "is not a tune's state"),
+])
+def test_a_changed_tune_json_is_one_line(tuned, tmp_path, edit, words):
+    import shutil
+
+    from lpes_framework.tune.recipe import Tune
+
+    out, _ = tuned
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    state = json.loads((copy / "tune.json").read_text())
+    del state["stages"]["ship"]
+    edit(state)
+    (copy / "tune.json").write_text(json.dumps(state))
+    with pytest.raises(LpesError, match=words):
+        Tune(tune_config(copy, *GOES_ON), copy).run()
+
+
+def test_changed_test_counts_are_refused(tuned, tmp_path):
+    import shutil
+
+    from lpes_framework.tune.recipe import Tune
+
+    out, _ = tuned
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    state = json.loads((copy / "tune.json").read_text())
+    for stage in ("test", "ship"):
+        del state["stages"][stage]
+    (copy / "tune.json").write_text(json.dumps(state))
+    (copy / "test" / "haystacks.json").write_text(json.dumps({"kv-short": {"draws": "many"}}))
+    with pytest.raises(LpesError, match="haystacks.json: not a count from 8"):
+        Tune(tune_config(copy, *GOES_ON), copy).run()

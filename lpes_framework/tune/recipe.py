@@ -28,7 +28,7 @@ from ..config import number, plain, prepare
 from ..errors import LpesError, whole
 from ..evaluation.pulls import mean_pulls, pull_table
 from ..evaluation.results import paired
-from ..evaluation.sample_size import check_request, sample_size
+from ..evaluation.sample_size import MIN_DRAWS, check_request, sample_size
 from ..io.spec import differences
 from ..io.store import JsonLog, RunLock, read_json
 from ..matrix import column_rows, file_cells, labelled, read_columns, verdict
@@ -87,8 +87,11 @@ class Tune:
         if not self.state_file.exists():
             return {"settings": self._settings(), "stages": {}}
         state = read_json(self.state_file)
-        if not isinstance(state, dict) or not isinstance(state.get("stages"), dict) or "settings" not in state:
-            raise LpesError(f"{self.state_file} is not a tune's state (settings and stages)")
+        stages = state.get("stages") if isinstance(state, dict) else None
+        if not isinstance(stages, dict) or "settings" not in state or not all(
+                name in STAGES and isinstance(result, dict) for name, result in stages.items()):
+            raise LpesError(f"{self.state_file} is not a tune's state (settings, and stages of {', '.join(STAGES)} "
+                            "each with its result)")
         differ = differences(state["settings"], self._settings())
         if differ:
             raise LpesError(f"{self.out} holds a tune with other settings ({', '.join(differ[:6])} differ): rerun "
@@ -226,6 +229,26 @@ class Tune:
                                                    task=first.task_config()))
         return path
 
+    def _stored(self, done: dict, stage: str, key: str) -> Path:
+        """A candidate file a finished stage recorded in tune.json: a file under the tune's folder, or one line
+        (a received or edited tune.json must not point a stage at a file elsewhere)."""
+        value = (done.get(stage) or {}).get(key) if isinstance(done.get(stage), dict) else None
+        path = (self.out / value).resolve() if isinstance(value, str) else None
+        if path is None or not path.is_relative_to(self.out.resolve()) or not path.is_file():
+            raise LpesError(f"{self.state_file}: the {stage} stage's {key} ({value!r}) is no file of this tune; the "
+                            f"file was changed: delete the {stage} stage from it (and the later ones) to redo them")
+        return path
+
+    def _counts(self, sizes, source: Path) -> dict[str, int]:
+        """Each column's test haystack count as recorded before the test was read."""
+        try:
+            counts = {name: sizes[name]["draws"] for name in self.columns}
+        except (KeyError, TypeError):
+            counts = None
+        if counts is None or not all(type(v) is int and MIN_DRAWS <= v <= int(self.cfg.tune.test.cap) for v in counts.values()):
+            raise LpesError(f"{source}: not a count from {MIN_DRAWS} to tune.test.cap for each column; the file was changed")
+        return counts
+
     def _relative(self, path: Path) -> str:
         return str(Path(path).relative_to(self.out))  # the folder may move between a kill and its resume
 
@@ -236,7 +259,7 @@ class Tune:
         return mean_pulls(steps[-PULL_STEPS:]) if steps else {}
 
     def validate(self, done: dict) -> dict:
-        path = self.out / done["search"]["candidate"]
+        path = self._stored(done, "search", "candidate")
         counts = {name: self.validation_haystacks for name in self.columns}
         rounds = []
         for k in range(self.rounds + 1):
@@ -282,7 +305,7 @@ class Tune:
         if not (done.get("validate") or {}).get("final"):
             raise LpesError("the test split is read once, after a candidate harms no validation column; "
                             "this tune has none")
-        final = str(self.out / done["validate"]["final"])
+        final = str(self._stored(done, "validate", "final"))
         sizes_file = self.out / "test" / "haystacks.json"
         if sizes_file.exists():
             sizes = read_json(sizes_file)
@@ -290,7 +313,7 @@ class Tune:
             sizes = self._test_sizes(final)
             sizes_file.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomic(sizes_file, sizes)  # fixed before any test haystack is scored
-        counts = {name: sizes[name]["draws"] for name in self.columns}
+        counts = self._counts(sizes, sizes_file)
         print(f"[tune] test: the matrix on the test split of seed {self.test_seed}, read once "
               f"({self._estimate(counts, 2)})")
         rows = self._each_column("test", "test", counts, [final])
@@ -323,7 +346,7 @@ class Tune:
     def ship(self, done: dict) -> dict:
         from .ship import make_preset
 
-        final = str(self.out / done["test"]["final"])
+        final = str(self._stored(done, "test", "final"))
         primary = next(iter(self.search_columns))
         folder = self.out / "ship"
         preset = make_preset(final, self.out / "test" / primary, self.name, folder)
