@@ -3,8 +3,6 @@ any work, and read the way every command reads it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
@@ -13,7 +11,6 @@ from omegaconf import DictConfig, OmegaConf
 from .errors import LpesError, whole
 
 CONFIG_MODULE = "lpes_framework.conf"
-CONF_DIR = Path(__file__).resolve().parent / "conf"  # the config groups that ship with the package
 
 
 def compose_config(name: str = "config", overrides: list[str] | None = None) -> DictConfig:

@@ -17,9 +17,12 @@ import importlib.util
 import inspect
 import pkgutil
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
 from .errors import LpesError, is_number
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"  # the config groups that ship with the package
 
 T = TypeVar("T")
 
@@ -191,10 +194,28 @@ BY_CONFIG_KEY = {"pos": SCHEMES, "curve": CURVES, "optimizer": OPTIMIZERS, "task
                  "logger": LOGGERS, "executor": EXECUTORS}
 
 
+def usable_names(key: str, registry: "Registry") -> list[str]:
+    """What ``key=...`` takes: the group's config options (``conf/<key>/*.yaml``) and the installed plugins, or,
+    for a key without config files, the entries that register under the registry (a helper module of the
+    package, ``tasks.metrics``, is none)."""
+    group = CONF_DIR / key
+    if group.is_dir():
+        return sorted({p.stem for p in group.glob("*.yaml")} | set(registry.plugins()))
+    usable = []
+    for name in registry.names():
+        try:
+            registry.get(name)
+        except LpesError:
+            continue
+        usable.append(name)
+    return usable
+
+
 def plugin_listing() -> str:
     lines = []
     for key, registry in BY_CONFIG_KEY.items():
-        lines.append(f"{registry.kind} ({key}=..., entry point group {registry.group}): {', '.join(registry.names())}")
+        lines.append(f"{registry.kind} ({key}=..., entry point group {registry.group}): "
+                     f"{', '.join(usable_names(key, registry))}")
         for name, where in sorted(registry.plugins().items()):
             lines.append(f"  plugin {name}: {where}")
     return "\n".join(lines)

@@ -126,3 +126,16 @@ def test_every_experiment_builds_its_scheme_curve_optimizer_and_tasks(experiment
     optimizer = build_optimizer(plain(cfg.optimizer), curve, 0)
     assert (curve.name, curve.n_layers, curve.low, curve.high) == (cfg.curve.name, layers, cfg.curve.low, cfg.curve.high)
     assert isinstance(optimizer, BY_CONFIG_KEY["optimizer"].get(cfg.optimizer.name)) and optimizer.curve is curve
+
+
+def test_every_name_the_plugin_listing_shows_is_accepted():
+    from lpes_framework.registry import BY_CONFIG_KEY, SCORERS, usable_names
+
+    for key, registry in BY_CONFIG_KEY.items():
+        for name in usable_names(key, registry):
+            if (CONF / key).is_dir():
+                compose_config("config", [f"{key}={name}"])
+            else:
+                registry.get(name)
+    assert "metrics" not in usable_names("task", BY_CONFIG_KEY["task"])  # a helper module, no task
+    assert "gradient" not in usable_names("scoring", SCORERS)

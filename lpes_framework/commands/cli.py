@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from ..config import CONF_DIR
+from ..registry import CONF_DIR
 from ..errors import LpesError
 from ..registry import BY_CONFIG_KEY
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ..config import CONF_DIR, compose_config, plain
+from ..config import compose_config, plain
 from ..errors import LpesError, whole
-from ..registry import TASKS
+from ..registry import CONF_DIR, TASKS
 from ..tasks.base import MAX_SAMPLES
 
 
