@@ -123,7 +123,8 @@ class SampleSet:
 
     def rows(self, model, desc: str = "eval") -> Rows:
         """Per-sample scores of ``model`` by task."""
-        with tqdm(total=self.samples, desc=desc, disable=not self.progress, leave=False) as bar:
+        # disable=None: a bar on a terminal, none in a log (its frames would be lines)
+        with tqdm(total=self.samples, desc=desc, disable=None if self.progress else True, leave=False) as bar:
             return {name: self.score(
                         model, items, batch_size=self.batch_size, pad_id=self.tokenizer.pad_token_id,
                         tokenizer=self.tokenizer, max_new_tokens=self.tasks[name].max_new_tokens,

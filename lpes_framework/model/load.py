@@ -8,6 +8,8 @@ the network unless a hub id is given.
 
 from __future__ import annotations
 
+import sys
+
 from pathlib import Path
 
 from ..errors import LpesError
@@ -125,6 +127,10 @@ def load_model(cfg, tokenizer=None):
 
     spec = ModelSpec.of(cfg)
     device = _resolve_device(spec.device)
+    if not sys.stderr.isatty():  # in a log (CI, nohup, a notebook's file) every bar frame would be a line
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     tokenizer = tokenizer or load_tokenizer(spec)
     if spec.random:
         model = _random_model(spec, tokenizer)

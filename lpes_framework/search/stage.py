@@ -245,8 +245,10 @@ class Search:
         """Ask, evaluate, tell until the optimizer is done, checkpointing after each tell; a progress entry
         whenever its generation (a GA generation, an Adam step) moved on."""
         opt = self.optimizer
-        bar = tqdm(total=opt.generations, initial=opt.generation, desc="steps" if self.gradient else "generations",
-                   disable=not self.cfg.progress)
+        desc = "steps" if self.gradient else "generations"
+        # a bar on a terminal; in a log (not a terminal) a line a step instead of a line a bar frame
+        bar = tqdm(total=opt.generations, initial=opt.generation, desc=desc, disable=None if self.cfg.progress else True)
+        lines = self.cfg.progress and bar.disable
         while not opt.done:
             asked = opt.ask()
             answers = self.evaluate(asked)
@@ -262,7 +264,11 @@ class Search:
                 if logger is not None:
                     logger.log_generation(opt.generation, entry, self.curve.factors(best_genome))
                 bar.update(opt.generation - before)
-                bar.set_postfix({k: f"{v:+.4f}" for k, v in entry.items() if k in ("objective", "best_fitness")})
+                shown = {k: f"{v:+.4f}" for k, v in entry.items() if k in ("objective", "best_fitness")}
+                bar.set_postfix(shown)
+                if lines:
+                    print(f"{desc} {opt.generation}/{opt.generations}: " + ", ".join(f"{k} {v}" for k, v in shown.items()),
+                          flush=True)
         bar.close()
 
     def _checkpoint(self) -> None:
