@@ -2,6 +2,7 @@
 validation passed, resume after a kill at each stage; and its pure parts (diagnosis, repairs, the split log)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -26,30 +27,39 @@ def tune_config(out, *extra):
     return compose_config("tune", [*TINY, *extra])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tuned(tmp_path_factory):
-    """A tune of the tiny model killed before each stage in turn and resumed each time: (folder, stage lines)."""
+    """A tune of the tiny model killed before each stage in turn and resumed each time: (folder, stage lines).
+    Made once for all test workers (the folder under their shared base, behind a lock): the tests copy it."""
+    from filelock import FileLock
+
     from lpes_framework.tune import recipe
 
-    out = tmp_path_factory.mktemp("tune")
-    ran = []
-    for kill in (*recipe.STAGES[1:], None):
-        tune = recipe.Tune(tune_config(out, *GOES_ON), out)
-        for stage in recipe.STAGES:
-            original = getattr(tune, stage)
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this run's, shared by its workers
+    out, record = root / "tuned", root / "tuned-stages.json"
+    with FileLock(str(root / "tuned.lock")):
+        if record.exists():
+            return out, json.loads(record.read_text())
+        ran = []
+        for kill in (*recipe.STAGES[1:], None):
+            tune = recipe.Tune(tune_config(out, *GOES_ON), out)
+            for stage in recipe.STAGES:
+                original = getattr(tune, stage)
 
-            def once(done, stage=stage, original=original):
-                if stage == kill:
-                    raise KeyboardInterrupt  # a kill as the stage starts
-                ran.append(stage)
-                return original(done)
+                def once(done, stage=stage, original=original):
+                    if stage == kill:
+                        raise KeyboardInterrupt  # a kill as the stage starts
+                    ran.append(stage)
+                    return original(done)
 
-            setattr(tune, stage, once)
-        try:
-            tune.run()
-        except KeyboardInterrupt:
-            pass
-    return out, ran
+                setattr(tune, stage, once)
+            try:
+                tune.run()
+            except KeyboardInterrupt:
+                pass
+        record.write_text(json.dumps(ran))
+        return out, ran
 
 
 def test_every_stage_runs_once_across_kills_and_resumes(tuned):
