@@ -193,7 +193,8 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
 
 
 def mixtures_presets_recipes(tmp: Path, judge: Judge, reference: Path, evaluated: Path) -> None:
-    """Issue 69's classes 1, 4 and 5 and the recipe: mixtures that mean nothing, presets over other files or with
+    """Issue 69's classes 1, 3, 4, 5, 7 and 8 and the recipe: scheme options, gradient start files, rows that
+    disagree, the plugin listing, mixtures that mean nothing, presets over other files or with
     another task's evidence, a re-test on the search split, exports onto what they did not make, tune settings
     no recipe can follow."""
     for i, (label, overrides, words) in enumerate((
@@ -240,6 +241,54 @@ def mixtures_presets_recipes(tmp: Path, judge: Judge, reference: Path, evaluated
         before = snapshot(keeps)
         judge.refused(label, cli("lpes_framework.commands.export", str(reference / "best_factors.json"), "--model",
                                  "tiny", "--out", str(out)), words, keeps, before)
+    # class 3: scheme options checked with the rest, before any weights load
+    for i, (label, overrides, words) in enumerate((
+            ("yarn attention_factor=nan", ["pos=yarn", "pos.attention_factor=nan"], "attention_factor must be"),
+            ("yarn attention_factor=0", ["pos=yarn", "pos.attention_factor=0"], "attention_factor must be"),
+            ("yarn attention_factor as text", ["pos=yarn", "pos.attention_factor=abc"], "attention_factor must be"),
+            ("yarn truncate as text", ["pos=yarn", "pos.truncate=maybe"], "must be true or false"),
+            ("wavelength_low=nan", ["pos=ntk", "pos.wavelength_low=nan"], "wavelength_low must be a finite"),
+            ("wavelength_low as text", ["pos=ntk", "pos.wavelength_low=abc"], "wavelength_low must be a finite"),
+            ("wavelength_low beyond every wavelength", ["pos=ntk", "pos.wavelength_low=1e30"], "changes no frequency"),
+            ("wavelength_high without wavelength_low", ["pos=pi", "pos.wavelength_high=64"], "needs wavelength_low"))):
+        judge.refused(label, cli("lpes_framework", *SEARCH, *overrides, f"hydra.run.dir={tmp / f'scheme{i}'}"), words)
+    # class 8: a gradient start file is a factors file like any other
+    from lpes_framework.config import compose_config
+    from lpes_framework.model.load import identify
+
+    block = identify(compose_config("config", ["model=tiny"]).model).as_dict()
+    for label, path, words in (
+            ("gradient start of another model", factors_file(tmp / "start-foreign.json", block | {"head_dim": 128},
+                                                             [1.0, 1.2, 1.4, 1.6]), "head_dim=128"),
+            ("gradient start beyond the curve bounds", factors_file(tmp / "start-wide.json", block, [1.0, 5.0, 1.0, 1.0]),
+             "outside the curve bounds")):
+        judge.refused(label, cli("lpes_framework", *TINY, "optimizer=gradient", "curve=free", "pos=pi",
+                                 f"optimizer.start={path}", f"hydra.run.dir={tmp / 'start-file'}"), words)
+    judge.refused("lm-eval's lpes backend without pretrained", cli(
+        "lpes_framework", "lm-eval", "--model", "lpes", "--model_args", "factors=x.json", "--tasks", "hellaswag"),
+        "needs --model_args pretrained=")
+    # class 7: rows that disagree under one key, in an evaluate folder resumed
+    import shutil
+
+    twin_folder = tmp / "disagree"
+    shutil.copytree(evaluated, twin_folder, ignore=shutil.ignore_patterns(".lpes.lock"))
+    log = twin_folder / "rows.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    twin = next(r for r in reversed(records) if r.get("method") == "unpatched")
+    twin = json.loads(json.dumps(twin))
+    first = next(iter(twin["rows"]))
+    twin["rows"][first][0]["logprob"] += 1.0
+    log.write_text(log.read_text() + json.dumps(twin) + "\n")
+    before = snapshot(twin_folder)
+    judge.refused("two disagreeing records under one key", cli(
+        "lpes_framework.commands.evaluate", *TINY, f"methods.factors_files=[{reference}/best_factors.json]", "resume=true",
+        f"hydra.run.dir={twin_folder}"), "differ on the same samples", twin_folder, before)
+    # --plugins lists only what each key takes
+    listing = cli("lpes_framework", "--plugins").stdout
+    tasks = next(line for line in listing.splitlines() if line.startswith("task ")).split(": ", 1)[1].split(", ")
+    refused = [t for t in tasks if cli("lpes_framework", "--cfg", "job", f"task={t}").returncode != 0]
+    judge.check("--plugins names every accepted task and no other", not refused and "metrics" not in tasks,
+                f"refused: {refused}" if refused else f"{len(tasks)} tasks, each composes")
     tune = ["tune", "model=tiny", "matrix=tiny", "tune.search_columns=[kv-short,kv-long]", "progress=false"]
     for i, (label, overrides, words) in enumerate((
             ("tune: a search column the matrix lacks", ["tune.search_columns=[kv-short,nope]"], "unknown matrix columns"),
