@@ -42,7 +42,7 @@ def versus_general(tune, done: dict, score: bool) -> list[str]:
     haystacks); where the general preset's rows are not scored there yet (and ``score`` is off), a note."""
     from lpes_framework.evaluation.results import paired
     from lpes_framework.evaluation.stats import logprob_bootstrap
-    from lpes_framework.matrix import column_rows, file_cells, labelled
+    from lpes_framework.matrix import column_rows, column_task, file_cells, labelled
     from lpes_framework.model.factors_file import load_factors
 
     if load_factors(GENERAL_PRESET)["model"]["name"] != tune.model_id.name:
@@ -57,7 +57,7 @@ def versus_general(tune, done: dict, score: bool) -> list[str]:
             lines.append(f"{column}: the general preset is not scored on these test haystacks (--score-general)")
             continue
         general = file_cells(rows, [GENERAL_PRESET])[GENERAL_PRESET]
-        task = next(iter(rows["unpatched"]))
+        task = column_task(rows["unpatched"])
         versus = logprob_bootstrap(*paired(rows[names[final]][task], rows[names[GENERAL_PRESET]][task]))
         lines.append(f"{column}: general preset - unpatched {general.logprob.format(4)}; recipe - general preset "
                      f"{versus.format(4)} nats/token")

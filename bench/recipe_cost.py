@@ -29,6 +29,7 @@ import math
 from pathlib import Path
 
 from common import embedded, interleaved
+from lpes_framework.matrix import column_task
 import transfer
 
 COLUMNS = transfer.columns()
@@ -74,7 +75,7 @@ def new_count(column: str, precision: float, cap: int, out: Path) -> int:
     base = per_method.get("unpatched")
     if not base:
         return COLUMNS[twin].haystacks
-    task = next(iter(base))
+    task = column_task(base)
     pilots = [paired(by_task[task], base[task]) for m, by_task in per_method.items() if m != "unpatched" and task in by_task]
     return sample_size(pilots, logprob_half_width=precision, cap=cap).draws if pilots else COLUMNS[twin].haystacks
 
@@ -96,7 +97,7 @@ def equivalence(column: str, out: Path) -> bool | None:
         per_method = scored_rows(transfer.column_config(name, ROWS, 2, transfer.column_haystacks(folder, None)), folder)
         if "unpatched" not in per_method or general not in per_method:
             return None
-        task = next(iter(per_method["unpatched"]))
+        task = column_task(per_method["unpatched"])
         base, method = per_method["unpatched"][task], per_method[general][task]
         means = {p: round(s.logprob, 3) for p, s in by_position(base).items()}
         deltas[name] = logprob_bootstrap(*paired(method, base))

@@ -123,6 +123,7 @@ def choose_haystacks(name: str, rows: dict[str, str | None], args, folder: Path)
     from lpes_framework.compare.run import run_evaluate
     from lpes_framework.evaluation.results import paired
     from lpes_framework.evaluation.sample_size import sample_size
+    from lpes_framework.matrix import column_task
     from lpes_framework.model.factors_file import write_json_atomic
 
     recorded = column_haystacks(folder, None)
@@ -131,7 +132,7 @@ def choose_haystacks(name: str, rows: dict[str, str | None], args, folder: Path)
     pilot = run_evaluate(column_config(name, rows, args.threads, args.pilot, args.seed, split="validation"),
                          folder / "pilot")["rows"]
     base = pilot["unpatched"]
-    task = next(iter(base))  # the column's task (the perplexity guard of KV ~1K comes second)
+    task = column_task(base)  # not the perplexity guard that rides on KV ~1K
     size = sample_size([paired(by_task[task], base[task]) for method, by_task in pilot.items() if method != "unpatched"],
                        logprob_half_width=args.precision, cap=args.cap)
     folder.mkdir(parents=True, exist_ok=True)

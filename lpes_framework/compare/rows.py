@@ -46,8 +46,7 @@ def check_agreeing(prior: list[tuple[str, dict]], path) -> None:
     (a later record repeats an earlier one's draws). Two that differ mean the file was edited or merged from
     elsewhere, and whichever a reuse took would set the scores in silence."""
     seen: dict[str, tuple[int, dict]] = {}
-    for line, (key, rows) in enumerate(prior, 1):
-        per_task = {task: per for task, per in rows.items()}
+    for line, (key, per_task) in enumerate(prior, 1):
         if key in seen and not _agree(seen[key][1], per_task):
             raise LpesError(f"{path}: records {seen[key][0]} and {line} hold rows under one key that differ on the "
                             "same samples; the file was changed: keep one of them (or score again in a new folder)")

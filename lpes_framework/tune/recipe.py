@@ -17,7 +17,6 @@ stopped (evaluate rows and the search's checkpoint are reused by key).
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..evaluation.results import paired
 from ..evaluation.sample_size import MIN_DRAWS, check_request, sample_size
 from ..io.spec import differences
 from ..io.store import JsonLog, RunLock, read_json
-from ..matrix import column_rows, file_cells, labelled, read_columns, verdict
+from ..matrix import column_rows, column_task, file_cells, labelled, read_columns, verdict
 from ..matrix.report import column_cost, markdown, summary_line, table_lines
 from ..model.factors_file import factors_record, load_factors, write_json_atomic
 from ..model.load import identify
@@ -120,10 +119,10 @@ class Tune:
             return state
 
     # -- shared --------------------------------------------------------------------------------------
-    def _rows(self, name: str, split: str, files=(), haystacks: int | None = None) -> dict:
+    def _rows(self, name: str, split: str, files=(), haystacks: int | None = None, score: bool = True) -> dict:
         seed = self.test_seed if split == "test" else self.seed
         return column_rows(self.cfg, self.columns[name], self.out / split / name, split=split, seed=seed,
-                           files=files, haystacks=haystacks)
+                           files=files, haystacks=haystacks, score=score)
 
     def _each_column(self, stage: str, split: str, haystacks: dict[str, int], files=()) -> dict[str, dict]:
         """Every column's rows on ``split`` (the read logged first), a progress line a column with the time
@@ -153,7 +152,8 @@ class Tune:
         print(f"[tune] diagnose: the unpatched model on {len(counts)} columns x {self.validation_haystacks} validation "
               "haystacks")
         rows = self._each_column("diagnose", "validation", counts)
-        losses = [x for x in (middle_loss(n, _task_rows(r["unpatched"])) for n, r in rows.items()) if x is not None]
+        losses = [x for x in (middle_loss(n, r["unpatched"][column_task(r["unpatched"])]) for n, r in rows.items())
+                  if x is not None]
         for x in losses:
             print(f"[tune]   {x.line()}")
         to_fix = anything_to_fix(losses, self.points, self.nats)
@@ -175,7 +175,6 @@ class Tune:
             cfg.extra_tasks = {c.name: c.task_config() | {"samples_per_position": self.search_haystacks} for c in rest}
             cfg.extra_tasks["guard"] = plain(self.cfg.tune.guard)
             cfg.fitness.normalise = True
-            cfg.progress = bool(cfg.progress) and sys.stdout.isatty()  # a log gets the stage lines, not bar frames
         return cfg
 
     def _task_keys(self) -> dict[str, str]:
@@ -333,9 +332,13 @@ class Tune:
         t = self.cfg.tune.test
         sizes = {}
         for name in self.columns:
-            rows = self._rows(name, "validation", [final], self.validation_haystacks)
+            # the rows the validation stage scored, read back (no model loads for them)
+            rows = self._rows(name, "validation", [final], self.validation_haystacks, score=False)
             method = labelled([final])[final]
-            task = next(iter(rows["unpatched"]))
+            if method not in rows or "unpatched" not in rows:
+                raise LpesError(f"{self.out / 'validation' / name}: the validation rows of {method} or of the unpatched "
+                                "model are gone; the folder was changed: delete the validate stage from tune.json")
+            task = column_task(rows["unpatched"])
             size = sample_size([paired(rows[method][task], rows["unpatched"][task])],
                                logprob_half_width=float(t.precision), cap=int(t.cap))
             sizes[name] = size.as_dict()
@@ -362,11 +365,6 @@ class Tune:
             result["export"] = str(export_with(str(preset), self.cfg.model, folder / "export"))
         print(f"[tune] ship: {preset}" + (f" and {result['export']}" if "export" in result else ""))
         return result
-
-
-def _task_rows(by_task: dict) -> list:
-    """A column's own rows (its first task: an extra guard rides behind it)."""
-    return next(iter(by_task.values()))
 
 
 def _positions(column) -> int:
