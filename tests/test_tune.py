@@ -161,6 +161,7 @@ def test_a_harmed_column_gets_a_repair_chosen_on_validation(tuned, tmp_path, mon
     ("tune.test.cap=3", "cap must be a whole number >= 8"),
     ("tune.until=deploy", "tune.until must be one of"),
     ("+matrix.columns.bad={task:kv_retrieval,set:{pairs:0}}", "matrix column 'bad'"),
+    ("+matrix.columns.bad={task:../matrix/tiny}", "is no task config"),  # no path out of the task group
 ])
 def test_bad_tune_settings_are_one_line_before_any_weights_load(tmp_path, override, match):
     proc = run_cli("lpes_framework", "tune", *TINY, override, f"hydra.run.dir={tmp_path}", check=False)

@@ -10,6 +10,7 @@ whole (each task built from its settings) before anything loads or scores.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -43,7 +44,9 @@ def task_config(task: str, settings: dict) -> dict:
 def _task(spec, where: str) -> tuple[str, dict]:
     """(task config group, settings) of a column's or extra task's ``{task, set}``, checked."""
     task, settings = spec.get("task"), spec.get("set") or {}
-    if not isinstance(task, str) or not (CONF_DIR / "task" / f"{task}.yaml").is_file():
+    # a plain option name: "../matrix/tiny" would read another group's file as a task
+    if not isinstance(task, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task) or \
+            not (CONF_DIR / "task" / f"{task}.yaml").is_file():
         raise LpesError(f"{where}: task {task!r} is no task config (conf/task/<name>.yaml)")
     if not isinstance(settings, dict):
         raise LpesError(f"{where}: set must map task settings to values, got {settings!r:.80}")
