@@ -170,7 +170,7 @@ def results_damages() -> list[tuple[str, Callable, str]]:
         ("a method's accuracy that is text", in_text(lambda r: _stats(next(iter(r["methods"].values()))).update(
             accuracy="x")), "accuracy"),
         ("results without tasks", in_text(lambda r: r.pop("tasks")), "tasks"),
-        ("results without the model block lpes best copies", in_text(lambda r: r.pop("model")), "model"),
+        ("results without the model block lpes factors copies", in_text(lambda r: r.pop("model")), "model"),
         ("a patched method naming no scheme", in_text(lambda r: next(
             m for m in r["methods"].values() if m["factors"] is not None).pop("scheme")), "names no scheme"),
         ("an interval bound that is text", in_text(lambda r: next(iter(next(iter(next(iter(

@@ -29,6 +29,7 @@ import math
 from pathlib import Path
 
 from common import embedded, interleaved
+from lpes_framework.io.store import JsonLog
 from lpes_framework.matrix import column_task
 import transfer
 
@@ -92,7 +93,7 @@ def equivalence(column: str, out: Path) -> bool | None:
     deltas = {}
     for name in (column, TWINS[column]):
         folder = out / name
-        if not (folder / "rows.jsonl").exists():
+        if not JsonLog(folder / "rows.jsonl").exists():
             return None
         per_method = scored_rows(transfer.column_config(name, ROWS, 2, transfer.column_haystacks(folder, None)), folder)
         if "unpatched" not in per_method or general not in per_method:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 
 from common import embedded
+from lpes_framework.io.store import JsonLog
 
 
 def trajectory(records: list[dict], split_contexts: int) -> list[tuple[float, float]]:
@@ -58,7 +59,7 @@ def run_folder(out: str | None, name: str):
             yield tmp, False
         return
     folder = Path(out) / name.lower()
-    yield folder, (folder / "evaluations.jsonl").is_file()
+    yield folder, JsonLog(folder / "evaluations.jsonl").exists()
 
 
 def main() -> None:
@@ -78,7 +79,6 @@ def main() -> None:
     args = parser.parse_args()
     from lpes_framework.config import compose_config
     from lpes_framework.search import Search
-    from lpes_framework.io.store import JsonLog
 
     _, model, tok, info = embedded([f"model={args.model}"])
     ga = [f"optimizer.generations={args.generations}", "optimizer.population=8", "optimizer.parents=4",

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
 from lpes_framework.commands.cli import one_line_errors
+from lpes_framework.io.store import JsonLog
 
 RUN = Path("runs/transfer")
 KV_PRESET = "qwen2.5-coder-0.5b"  # the band-wise KV preset the matrix and the general search started from
@@ -209,7 +210,7 @@ def main() -> None:
     table: dict[str, dict] = {label: {} for label in evaluated if label != "unpatched"}
     costs = {}
     shown = []
-    for column in [c for c in (args.columns if args.report else all_columns) if (args.out / c / "rows.jsonl").exists()]:
+    for column in [c for c in (args.columns if args.report else all_columns) if JsonLog(args.out / c / "rows.jsonl").exists()]:
         per_method = scored_rows(column_config(column, rows, args.threads,
                                                column_haystacks(args.out / column, args.haystacks), args.seed),
                                  args.out / column)

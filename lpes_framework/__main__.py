@@ -25,10 +25,11 @@ SUBCOMMANDS = {
     "evaluate": ("evaluate", "score methods side by side on a split, accuracy by gold position with intervals"),
     "retest": ("retest", "re-test a preset or factors file held out in the regime it was searched in"),
     "status": ("status", "progress of a search folder, running or killed"),
-    "factors": ("factors", "inspect, compare or apply a factors file"),
+    "factors": ("factors", "write a run's best factors file, or refit one (curve, bands, hold-to length)"),
     "preset": ("preset", "list the shipped presets, or make one from a finished search"),
     "attention": ("attention", "where attention goes by layer and gold position, before and after"),
     "analysis": ("analysis", "intervals and plots from finished evaluate folders"),
+    "seal": ("seal", "compress a finished run's logs for keeping; every reader reads them as before"),
     "export": ("export", "save a patched model as a self-contained folder (no lpes needed to load it)"),
     "lm-eval": ("lm_eval", "run lm-evaluation-harness tasks on the patched model"),
 }

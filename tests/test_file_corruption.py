@@ -139,7 +139,7 @@ def test_a_run_record_whose_key_a_byte_renamed_is_one_line(ga_run, tmp_path, key
 
 @pytest.mark.parametrize("key, where", [("scheme", "names no scheme"), ("model", "model")])
 def test_a_results_file_whose_scheme_or_model_a_byte_renamed_is_damaged(evaluate_run, tmp_path, key, where):
-    """Found by the corruptions above: a renamed "scheme" key in a patched method reached lpes best as a
+    """Found by the corruptions above: a renamed "scheme" key in a patched method reached lpes factors as a
     KeyError; the model block it copies into the factors file it ships was unchecked the same way."""
     from lpes_framework.compare.best import best_method
 

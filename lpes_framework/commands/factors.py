@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ..compare.best import best_candidate, best_method, fitted, held_to, rebanded
 from ..errors import LpesError
+from ..io.store import JsonLog
 from ..model.factors_file import write_json_atomic
 from .cli import one_line_errors
 
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {args.out}: {args.fit} fit, factors moved by {fit['max_abs_change']:.4f} at most "
               f"({fit['rms_change']:.4f} rms)")
         return
-    search = (args.run / "evaluations.jsonl").is_file()
+    search = JsonLog(args.run / "evaluations.jsonl").exists()
     if search and args.baseline is not None:
         raise LpesError("--baseline is for evaluate folders; a search run has its own baseline")
     if not search and args.uniform:

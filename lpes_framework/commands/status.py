@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import LpesError
 from ..model.factors_file import load_factors
 from ..position.bands import factor_table
-from ..io.store import RunStore, read_evaluations
+from ..io.store import JsonLog, RunStore, read_evaluations
 
 TOP = 5
 
@@ -73,7 +73,7 @@ def _genome(genome: list[float]) -> str:
 
 
 def status(run_dir: Path) -> str:
-    if not (run_dir / "evaluations.jsonl").is_file():
+    if not JsonLog(run_dir / "evaluations.jsonl").exists():
         raise LpesError(f"{run_dir} holds no evaluations.jsonl: not a search run directory, or not started")
     records = read_evaluations(run_dir / "evaluations.jsonl")  # the search may be writing its last line now
     baseline = next((r for r in records if r["kind"] == "baseline"), None)

@@ -244,7 +244,7 @@ class Method(_Record):
 
     @model_validator(mode="after")
     def _factors_name_their_scheme(self):
-        """Factors mean nothing without the scheme that turns them into tables (``lpes best`` ships the pair)."""
+        """Factors mean nothing without the scheme that turns them into tables (``lpes factors`` ships the pair)."""
         if self.factors is not None and self.scheme is None:
             raise ValueError("a method holds factors but names no scheme")
         return self
@@ -252,7 +252,7 @@ class Method(_Record):
 
 class Results(_Record):
     """An evaluate folder's ``results.json``."""
-    model: ModelBlock  # the identity ``lpes best`` writes into the factors file it ships
+    model: ModelBlock  # the identity ``lpes factors`` writes into the factors file it ships
     tasks: Annotated[dict[str, dict], Field(min_length=1)]
     methods: Annotated[dict[str, Method], Field(min_length=1)]
     intervals: dict[str, dict[str, dict[str, Interval]]] = {}

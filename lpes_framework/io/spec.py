@@ -108,9 +108,11 @@ def _log_spec(path: Path) -> RunSpec | None:
 def read_spec(run_dir: Path) -> RunSpec:
     """The run record of a search or evaluate folder: from its log, else from its result files. Folders
     written before the run record existed fall back to Hydra's copy of their config (no model block)."""
+    from .store import JsonLog
+
     run_dir = Path(run_dir)
     for log in ("evaluations.jsonl", "rows.jsonl"):
-        if (run_dir / log).is_file():
+        if JsonLog(run_dir / log).exists():
             spec = _log_spec(run_dir / log)
             if spec is not None:
                 return spec
@@ -130,7 +132,7 @@ def read_spec(run_dir: Path) -> RunSpec:
     if legacy.is_file():
         from omegaconf import OmegaConf
 
-        command = "search" if (run_dir / "evaluations.jsonl").is_file() else "evaluate"
+        command = "search" if JsonLog(run_dir / "evaluations.jsonl").exists() else "evaluate"
         try:
             config = OmegaConf.to_container(OmegaConf.load(legacy), resolve=False)
         except Exception as exc:  # noqa: BLE001 (YAML's and OmegaConf's errors alike: the file is damaged)

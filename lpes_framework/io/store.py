@@ -15,6 +15,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import lzma
 import os
 import stat
 from pathlib import Path
@@ -63,18 +64,40 @@ def read_in_run(path: Path) -> bytes:
         return fh.read()
 
 
+SEALED = ".xz"  # a log's finished lines, compressed beside it (``seal``): committed results take an eighth of the room
+SEALED_LIMIT = 1 << 31  # bytes a sealed log may hold once unpacked: a received archive is not allowed to fill memory
+
+
+def _unsealed(path: Path) -> bytes:
+    """The lines of a sealed log, unpacked within SEALED_LIMIT; ending on a whole line (seal writes only those)."""
+    unpack = lzma.LZMADecompressor()
+    try:
+        data = unpack.decompress(read_in_run(path), max_length=SEALED_LIMIT)
+    except lzma.LZMAError as exc:
+        raise LpesError(f"{path}: not a sealed lpes log ({exc}); the file was damaged") from None
+    if not unpack.eof:
+        raise LpesError(f"{path}: cut short, or unpacks to more than {SEALED_LIMIT >> 30} GiB; the file was damaged")
+    if data and not data.endswith(b"\n"):
+        raise LpesError(f"{path}: its last line is cut short; the file was damaged")
+    return data
+
+
 class JsonLog:
     """Append-only JSON lines, each record fsynced before the caller moves on. A kill can cut only the
-    last line short; readers skip it and a resume drops it (that record is simply made again)."""
+    last line short; readers skip it and a resume drops it (that record is simply made again). A log's
+    first lines may be sealed beside it (``rows.jsonl.xz``): read first, never written; appends go to the
+    plain file."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self.sealed = self.path.with_name(self.path.name + SEALED)
 
     def exists(self) -> bool:
-        return self.path.exists() and self.path.stat().st_size > 0
+        return any(p.is_file() and p.stat().st_size > 0 for p in (self.path, self.sealed))
 
     def _complete(self) -> tuple[str, bool]:
-        data = read_in_run(self.path) if self.path.exists() or self.path.is_symlink() else b""
+        sealed = _unsealed(self.sealed) if self.sealed.exists() or self.sealed.is_symlink() else b""
+        data = sealed + (read_in_run(self.path) if self.path.exists() or self.path.is_symlink() else b"")
         complete, _, partial = data.rpartition(b"\n")
         lines = complete.split(b"\n") if complete else []
         for i, line in enumerate(lines):
@@ -118,13 +141,27 @@ class JsonLog:
 
     def repair(self) -> None:
         """Cut a last line that a kill left short, so that the next record starts a line of its own."""
+        self._complete()  # refuses a damaged log before anything is cut
+        if self.path.exists() or self.path.is_symlink():
+            plain = read_in_run(self.path)
+            whole = plain.rfind(b"\n") + 1
+            if whole < len(plain):
+                fd = open_in_run(self.path, os.O_WRONLY)
+                try:
+                    os.ftruncate(fd, whole)
+                finally:
+                    os.close(fd)
+
+    def seal(self) -> None:
+        """Move every line into the sealed file (compressed; what reads the log reads the same records, and a
+        checkpoint's digest still holds). The caller holds the run's lock: a line appended meanwhile would be
+        lost."""
         complete, partial = self._complete()
         if partial:
-            fd = open_in_run(self.path, os.O_WRONLY)
-            try:
-                os.ftruncate(fd, len((complete + "\n").encode()) if complete else 0)
-            finally:
-                os.close(fd)
+            raise LpesError(f"{self.path}: its last line is cut short; resume the run (or let it finish) before sealing")
+        if complete:
+            write_atomic(self.sealed, lzma.compress((complete + "\n").encode(), preset=9))
+        self.path.unlink(missing_ok=True)
 
     def append(self, record: dict) -> None:
         with os.fdopen(open_in_run(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as fh:

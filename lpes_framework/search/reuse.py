@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import LpesError
 from ..io.spec import RunSpec, model_differences
-from ..io.store import RunStore
+from ..io.store import JsonLog, RunStore
 from .resume import recorded_run
 
 SCORED = ("baseline", "candidate")  # records that hold a schedule's fixed-split scores (steps hold gradients)
@@ -31,7 +31,7 @@ def other_runs(folders, here: Path) -> list[RunStore]:
     stores = []
     for folder in folders:
         path = Path(folder)
-        if not (path / "evaluations.jsonl").is_file():
+        if not JsonLog(path / "evaluations.jsonl").exists():
             raise LpesError(f"reuse: {folder} holds no search (no evaluations.jsonl)")
         if path.resolve() == Path(here).resolve():
             raise LpesError(f"reuse: {folder} is this run's own folder (resume=true continues it)")

@@ -191,7 +191,7 @@ class Tune:
         self.splits.record("search", "search", self.seed, {c: self.search_haystacks for c in self.search_columns},
                            ["search"])
         with open_dict(cfg):
-            cfg.resume = (folder / "evaluations.jsonl").exists()
+            cfg.resume = JsonLog(folder / "evaluations.jsonl").exists()
         search = Search(cfg, folder)
         try:
             search.setup()
