@@ -13,7 +13,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.lpes-installed
 
-.PHONY: install install-qwen install-qwen15 install-vllm demo test test-vllm bench clean
+.PHONY: install install-qwen install-qwen15 install-vllm plugins demo test test-vllm bench clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -30,6 +30,11 @@ install: $(STAMP)
 
 install-qwen: install
 	$(PY) -m pip install -q --no-deps $(QWEN_PARTS)
+
+# the competitor plugins (Found-in-the-Middle, PosScale, head scales, Ms-PoE) that the transfer and competitor
+# benchmarks score as rows; from this tree, nothing downloaded
+plugins: install
+	$(PY) -m pip install -q --no-deps --no-build-isolation plugins/lpes-fim plugins/lpes-posscale plugins/lpes-headscale plugins/lpes-mspoe
 
 # Qwen2.5-Coder-1.5B (model=qwen2.5-1.5b): 22 packages, about 1.1 GB
 install-qwen15: install
@@ -52,8 +57,9 @@ test-vllm: install-vllm
 	cd plugins/lpes-vllm && ../../$(VLLM_PY) -m pytest -q -p no:cacheprovider tests
 
 demo: install-qwen
-	@echo "1/2: the shipped preset qwen2.5-coder-0.5b (layer factors searched for Qwen2.5-Coder-0.5B on key-value"
-	@echo "     retrieval at ~1K tokens) re-tested on haystacks no search saw, next to the unpatched model (~5 min)"
+	@echo "1/2: the shipped default preset qwen2.5-coder-0.5b-perfreq (layer factors per rotary frequency searched for"
+	@echo "     Qwen2.5-Coder-0.5B on key-value retrieval at ~1K tokens) re-tested on haystacks no search saw, next to the"
+	@echo "     unpatched model (~5 min)"
 	$(VENV)/bin/lpes retest --samples 6 --uniform 1.5 --out outputs/demo/heldout
 	@echo "2/2: a live search on the embedded SmolLM2-135M: 10 gradient steps, then validation and a held-out test (~8 min)"
 	$(VENV)/bin/lpes search experiment=quick-gradient hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)

@@ -86,7 +86,8 @@ def main() -> None:
     parser.add_argument("--stacked", default=None, help="layer factors and head scales trained together")
     parser.add_argument("--samples", type=int, default=100, help="haystacks per gold position (the first ones of the folder's rows are reused)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RUN / "heldout", help="evaluate folder; its rows are reused")
+    parser.add_argument("--out", type=Path, default=Path("outputs/competitors"), help="evaluate folder; its rows are reused "
+                        f"(the committed one: {RUN / 'heldout'})")
     parser.add_argument("--latency-tokens", type=int, default=1024)
     parser.add_argument("--decode", type=int, default=32, help="greedy decoding steps timed after the prefill")
     parser.add_argument("--repeats", type=int, default=3)

@@ -102,7 +102,7 @@ def main() -> None:
     from lpes_framework.evaluation.buckets import bucket_logprobs, bucket_perplexity, bucket_ratio
     from lpes_framework.evaluation.stats import resample_draws
 
-    out = args.out or RUN / str(args.length)
+    out = args.out or Path("outputs/extrapolation") / str(args.length)  # the committed runs: RUN/<length>
     made = controls(args.factors, out) if args.control else []
     files = [args.factors] + [path for path, _ in made]
     payload, names, rows = evaluate(files, args.length, args.windows, args.passkeys, args.threads, out)

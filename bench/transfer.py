@@ -24,7 +24,8 @@ import common  # noqa: F401  (puts the repository on the path)
 from lpes_framework.commands.cli import one_line_errors
 from lpes_framework.io.store import JsonLog
 
-RUN = Path("runs/transfer")
+RUN = Path("runs/transfer")  # the committed matrix: --report --out runs/transfer prints it
+OUT = Path("outputs/transfer")  # where a scoring run writes unless --out says otherwise
 KV_PRESET = "qwen2.5-coder-0.5b"  # the band-wise KV preset the matrix and the general search started from
 PERFREQ_PRESET = "qwen2.5-coder-0.5b-perfreq"  # the shipped default since (lpes retest)
 GENERAL_PRESET = "qwen2.5-coder-0.5b-general"
@@ -147,7 +148,7 @@ def choose_haystacks(name: str, rows: dict[str, str | None], args, folder: Path)
 @one_line_errors  # a damaged or crafted rows.jsonl under --out is one line, as in the lpes commands
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", type=Path, default=RUN)
+    parser.add_argument("--out", type=Path, default=OUT, help=f"the matrix folder (default {OUT}; the committed one: {RUN})")
     all_columns = list(columns())
     parser.add_argument("--columns", nargs="*", default=all_columns, choices=all_columns)
     parser.add_argument("--methods", nargs="*", help="row labels to score (default: all)")

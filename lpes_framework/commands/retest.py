@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lpes retest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default=DEFAULT_PRESET, help="shipped preset name or factors file")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="model config group of a file without a run record")
-    parser.add_argument("--samples", type=int, default=60, help="haystacks per gold position (>= 60)")
+    parser.add_argument("--samples", type=int, default=60, help="haystacks per gold position (60 by default: intervals of a few points)")
     parser.add_argument("--split", default="test", help="validation or test (held out: never the search split)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--uniform", type=float, nargs="*", help="uniform factors to show alongside (default: the "
