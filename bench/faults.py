@@ -35,6 +35,7 @@ from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
 from file_probes import probe_files
+from sealed_probes import probe_export, probe_sealed, probe_tune_state
 
 TINY = ["model=tiny", "task.pairs=6", "task.gold_positions=[0,2,5]", "task.samples_per_position=2", "progress=false"]
 SEARCH = [*TINY, "optimizer.population=5", "optimizer.parents=3", "optimizer.mutations=2", "optimizer.crossovers=2",
@@ -186,6 +187,9 @@ def run(tmp: Path, judge: Judge, cache: bool) -> None:
     assert cli("lpes_framework.commands.evaluate", *TINY, f"methods.factors_files=[{reference}/best_factors.json]",
                f"hydra.run.dir={evaluated}").returncode == 0, "the reference evaluate failed"
     probe_files(tmp, judge, reference, evaluated)
+    probe_sealed(tmp, judge, reference, evaluated, cli, SEARCH)
+    probe_tune_state(tmp, judge, cli)
+    probe_export(tmp, judge, reference, cli)
     received(tmp, judge, reference, block)
     mixtures_presets_recipes(tmp, judge, reference, evaluated)
     if cache:

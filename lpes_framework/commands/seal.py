@@ -32,8 +32,12 @@ def seal(folder: Path) -> list[tuple[Path, int, int]]:
     def size(path: Path) -> int:
         return path.stat().st_size if path.is_file() else 0
 
+    logs = logs_under(folder)
+    cut = [log for log in logs if not JsonLog(log).whole()]
+    if cut:  # checked for all before any is sealed: a refusal changes nothing
+        raise LpesError(f"{cut[0]}: its last line is cut short; resume the run (or let it finish) before sealing")
     sealed = []
-    for log in logs_under(folder):
+    for log in logs:
         twin = log.with_name(log.name + SEALED)
         lock = RunLock(log.parent).acquire()
         try:

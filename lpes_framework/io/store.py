@@ -93,7 +93,8 @@ class JsonLog:
         self.sealed = self.path.with_name(self.path.name + SEALED)
 
     def exists(self) -> bool:
-        return any(p.is_file() and p.stat().st_size > 0 for p in (self.path, self.sealed))
+        # anything under the sealed name counts (a folder or a link there is then refused by the reader)
+        return (self.path.is_file() and self.path.stat().st_size > 0) or self.sealed.exists() or self.sealed.is_symlink()
 
     def _complete(self) -> tuple[str, bool]:
         sealed = _unsealed(self.sealed) if self.sealed.exists() or self.sealed.is_symlink() else b""
@@ -151,6 +152,10 @@ class JsonLog:
                     os.ftruncate(fd, whole)
                 finally:
                     os.close(fd)
+
+    def whole(self) -> bool:
+        """Whether every line ends (a kill, or a run writing now, leaves the last one open)."""
+        return not self._complete()[1]
 
     def seal(self) -> None:
         """Move every line into the sealed file (compressed; what reads the log reads the same records, and a
