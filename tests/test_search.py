@@ -321,17 +321,17 @@ def test_status_on_a_running_search_leaves_its_files_alone(ga_run, tmp_path):
 
 
 def test_status_shows_perplexity_for_text_windows_and_a_long_genome_by_its_range():
-    from lpes_framework.commands.status import _genome, _score_line, _window_tasks
+    from lpes_framework.search.readout import genome_text, score_line, window_tasks
 
     config = {"task": {"name": "perplexity"}, "extra_tasks": {"inside": {"name": "perplexity"},
                                                              "kv": {"name": "kv_retrieval"}, "odd": "text"}}
-    windows = _window_tasks(config)
+    windows = window_tasks(config)
     assert windows == {"perplexity", "inside"}
     stats = {"accuracy": 0.0, "perplexity": 5.3171}
-    line = _score_line({"perplexity": {"all": stats}, "kv": {"0": {"accuracy": 0.5, "perplexity": 1.2}}}, windows)
+    line = score_line({"perplexity": {"all": stats}, "kv": {"0": {"accuracy": 0.5, "perplexity": 1.2}}}, windows)
     assert line == "perplexity/all: ppl 5.317  kv/0: 50.0"  # a whole window is never matched exactly: no 0.0
-    assert _genome([1.0, 1.25]) == "[1.000, 1.250]"
-    assert _genome([1.0] * 767 + [2.0]) == "768 genes 1.000-2.000"
+    assert genome_text([1.0, 1.25]) == "[1.000, 1.250]"
+    assert genome_text([1.0] * 767 + [2.0]) == "768 genes 1.000-2.000"
 
 
 def test_status_of_a_folder_without_a_search_is_one_line(tmp_path):

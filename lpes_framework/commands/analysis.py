@@ -27,6 +27,7 @@ from ..evaluation.buckets import bucket_summary, bucket_table
 from ..evaluation.results import by_position
 from ..evaluation.versus import noise_floor, versus
 from ..report.plots import plot_buckets
+from ..search.readout import pull_lines
 from .cli import one_line_errors
 
 
@@ -78,30 +79,9 @@ def main(argv: list[str] | None = None) -> None:
     one_line_errors(_run)(args)
 
 
-def _pulls(run: Path) -> list[str]:
-    from ..evaluation.pulls import mean_pulls, pull_table
-    from ..io.spec import read_spec
-    from ..io.store import read_evaluations
-
-    steps = [r["task_gradients"] for r in read_evaluations(run / "evaluations.jsonl")
-             if r["kind"] == "step" and r.get("task_gradients")]
-    if not steps:
-        raise LpesError(f"{run} holds no step with per-task gradients (recorded by gradient searches since they existed)")
-    cfg = read_spec(run).cfg()
-    if cfg.curve.name != "free":
-        raise LpesError(f"{run} searched curve={cfg.curve.name}; pulls are read by layer and band on curve=free's genes")
-    n_layers = read_spec(run).model["n_layers"]
-    genes = {len(g) for step in steps for g in step.values()}
-    if len(genes) != 1 or next(iter(genes)) % n_layers:
-        raise LpesError(f"{run}: its steps' gradients hold {sorted(genes)} numbers, not one width x {n_layers} "
-                        "layers: a damaged or foreign log")
-    width = next(iter(genes)) // n_layers
-    return [f"{len(steps)} steps"] + pull_table(mean_pulls(steps), n_layers, width)
-
-
 def _run(args) -> None:
     if args.command == "pulls":
-        print("\n".join(_pulls(args.run)))
+        print("\n".join(pull_lines(args.run)))
         return
     if args.command == "versus":
         blocks = [_block(b) for b in args.blocks] + [None]

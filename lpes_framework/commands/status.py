@@ -12,64 +12,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import LpesError
 from ..model.factors_file import load_factors
 from ..position.bands import factor_table
+from ..io.spec import read_spec
 from ..io.store import JsonLog, RunStore, read_evaluations
+from ..search.readout import genome_text, planned_candidates, score_line, window_tasks
 
 TOP = 5
-
-
-def planned_candidates(cfg, run_dir: Path, n_layers: int) -> tuple[int | None, int]:
-    """(candidates a full run asks for, generations) from the run's own config."""
-    from ..config import plain
-    from ..errors import whole
-    from ..position.curves import build_curve
-    from ..optim import build_optimizer
-
-    for group in ("optimizer", "curve"):  # a received record may have lost either block's key
-        if not isinstance(cfg.get(group), Mapping):
-            raise LpesError(f"{run_dir}: the run record's config has no {group} block")
-    options = plain(cfg.optimizer)
-    if "start" in options:  # a gradient search's start file: the count does not depend on it, and a received
-        options["start"] = None  # record never chooses a file to read
-    seed = whole(cfg.get("seed"), f"{run_dir}: the run record's seed", 0)
-    optimizer = build_optimizer(options, build_curve(plain(cfg.curve), n_layers), seed)
-    return optimizer.planned(), optimizer.generations
-
-
-def _score_line(scores: dict, windows: set[str]) -> str:
-    """Exact match by gold position (``task/position`` where a search scores several tasks), or perplexity
-    for the text-window tasks named in ``windows`` (a whole window is never matched exactly)."""
-    name = (lambda task, pos: f"{task}/{pos}") if len(scores) > 1 else (lambda task, pos: pos)
-    cells = []
-    for task, per in scores.items():
-        for pos, s in per.items():
-            if task in windows and s.get("perplexity") is not None:
-                cells.append(f"{name(task, pos)}: ppl {s['perplexity']:.3f}")
-            elif task not in windows and s.get("accuracy") is not None:
-                cells.append(f"{name(task, pos)}:{100 * s['accuracy']:5.1f}")
-    return "  ".join(cells)
-
-
-def _window_tasks(config: dict) -> set:
-    """The keys under which a run's scores hold its text-window (perplexity) tasks: the main task's name,
-    the extra tasks' own keys."""
-    extra = config.get("extra_tasks")
-    tasks = dict(extra) if isinstance(extra, dict) else {}
-    if isinstance(config.get("task"), dict):
-        tasks[config["task"].get("name")] = config["task"]
-    return {key for key, task in tasks.items() if isinstance(task, dict) and task.get("name") == "perplexity"}
-
-
-def _genome(genome: list[float]) -> str:
-    """A genome short enough to print whole, else its size and range (a per-frequency one has 768 genes)."""
-    if len(genome) <= 12:
-        return "[" + ", ".join(f"{g:.3f}" for g in genome) + "]"
-    return f"{len(genome)} genes {min(genome):.3f}-{max(genome):.3f}"
 
 
 def status(run_dir: Path) -> str:
@@ -80,11 +32,9 @@ def status(run_dir: Path) -> str:
     candidates = [r for r in records if r["kind"] == "candidate"]
     if baseline is None or not candidates:
         return f"{run_dir}: {'baseline scored' if baseline else 'nothing scored yet'}, no candidate yet"
-    from ..io.spec import read_spec
-
     spec = read_spec(run_dir)
     planned, generations = planned_candidates(spec.cfg(), run_dir, len(candidates[0]["factors"]))
-    windows = _window_tasks(spec.config)
+    windows = window_tasks(spec.config)
     result = run_dir / "best_factors.json"
     # A candidate of generation g means generations 0..g-1 are done; the checkpoint (not kept in copied run
     # folders) also knows when the newest generation finished before the next one started.
@@ -108,11 +58,11 @@ def status(run_dir: Path) -> str:
         lines[0] += f"; about {left:.0f} min of scoring left, then validation and test"
     ranked = sorted(candidates, key=lambda r: r["outcome"]["fitness"], reverse=True)
     lines += ["", "exact match % by gold position, perplexity of text windows (search split)",
-              f"{'unpatched':>18}  {_score_line(baseline['scores'], windows)}"]
+              f"{'unpatched':>18}  {score_line(baseline['scores'], windows)}"]
     for rank, r in enumerate(ranked[:TOP], 1):
         values = factor_table(r["factors"])  # band-wise: every band's
-        lines.append(f"{rank}. fitness {r['outcome']['fitness']:+.4f}  {_score_line(r['scores'], windows)}   genome "
-                     f"{_genome(r['genome'])}, factors {values.min():.3f}-{values.max():.3f}, generation {r['generation']}")
+        lines.append(f"{rank}. fitness {r['outcome']['fitness']:+.4f}  {score_line(r['scores'], windows)}   genome "
+                     f"{genome_text(r['genome'])}, factors {values.min():.3f}-{values.max():.3f}, generation {r['generation']}")
     by_generation: dict[int, list[float]] = {}
     for r in candidates:
         by_generation.setdefault(r["generation"], []).append(r["outcome"]["fitness"])
