@@ -42,11 +42,27 @@ def test_an_all_ones_schedule_is_the_identity_only_where_factor_one_changes_noth
 
 
 def test_a_plugin_patch_is_not_assumed_to_be_the_identity_at_one():
-    class Headwise:  # like Ms-PoE: its own install, ratios that apply on top of the layer factor
+    from lpes_framework.position import Scheme
+
+    class Headwise(Scheme):  # like Ms-PoE: its own install, ratios that apply on top of the layer factor
         def install(self, model, factors):
             raise AssertionError("not called")
 
     assert not is_identity(Headwise(), [1.0] * 4)
+
+
+def test_a_scheme_class_outside_the_contract_is_refused_before_any_model_loads(monkeypatch):
+    from lpes_framework.registry import SCHEMES
+
+    monkeypatch.setattr(SCHEMES, "_entries", dict(SCHEMES._entries))  # the registration ends with the test
+    class Loose:  # an install method, but no Scheme: nothing says what the rest of the framework may ask
+        def install(self, model, factors):
+            raise AssertionError("not called")
+
+    SCHEMES.register("loose_test_scheme")(Loose)
+    with pytest.raises(LpesError, match="pos=loose_test_scheme registers a class that is not a "
+                                        "lpes_framework.position.Scheme"):
+        build_scheme({"name": "loose_test_scheme"})
 
 
 @pytest.mark.parametrize("factor", [1.25, 2.0, 4.0])
@@ -171,13 +187,15 @@ def test_a_traced_factor_gives_bit_identical_tables_and_a_finite_difference_grad
 def test_a_plugin_scheme_without_a_gradient_is_refused_in_one_line():
     from lpes_framework.position import require_gradient
 
-    def frozen(spec, factor, seq_len):
-        return spec.inv_freq / float(factor), 1.0
+    from lpes_framework.position import Scheme
 
-    frozen.config = {"name": "frozen"}
-    frozen.differentiable = False
+    class Frozen(Scheme):  # its own patch, no traced one
+        config = {"name": "frozen"}
+
     with pytest.raises(LpesError, match="pos=frozen computes its tables without a gradient"):
-        require_gradient(frozen)
+        require_gradient(Frozen())
+    with pytest.raises(LpesError, match="pos=frozen computes its tables without a gradient"):
+        Frozen().install_traced(None, None)
     require_gradient(build_scheme({"name": "ntk"}))
 
 

@@ -36,7 +36,7 @@ from ..io.atomic import write_atomic
 from ..io.records import check_factors_file
 from ..io.spec import RunSpec
 from ..errors import LpesError
-from ..position import (SCHEMES, LayerScaling, apply_layer_scaling, build_scheme, check_scheme_for, layer_width,
+from ..position import (SCHEMES, LayerScaling, apply_layer_scaling, brings_own_patch, build_scheme, check_scheme_for, layer_width,
                         validate_factors)
 from ..position.bands import check_width, factors_json
 
@@ -55,7 +55,7 @@ def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = N
 
 def own_patch(name: str) -> bool:
     """Whether ``name`` is a plugin scheme with its own patch (which decides its factors' width itself)."""
-    return name in SCHEMES.names() and isinstance(SCHEMES.get(name), type)
+    return name in SCHEMES.names() and brings_own_patch(name)
 
 
 def _number(value) -> bool:

@@ -261,14 +261,10 @@ def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: f
 
 
 def traced_layer_scaling(model, factors: torch.Tensor, scheme: Scheme) -> PatchHandle:
-    """``TracedScaling``, or the traced patch of a plugin scheme with its own (``install_traced``)."""
-    install = getattr(scheme, "install_traced", None)
-    return install(model, factors) if install is not None else TracedScaling(model, factors, scheme)
+    """``TracedScaling``, or the traced patch of a plugin scheme with its own (``Scheme.install_traced``)."""
+    return scheme.install_traced(model, factors)
 
 
 def apply_layer_scaling(model, factors: Sequence[float], scheme: Scheme) -> LayerScaling:
     """Give decoder layer l the RoPE factor ``factors[l]`` under ``scheme``; returns a removable handle."""
-    install = getattr(scheme, "install", None)
-    if install is not None:  # a plugin scheme with its own patch (see build_scheme)
-        return install(model, factors)
-    return LayerScaling(model, factors, scheme)
+    return scheme.install(model, factors)  # LayerScaling, or a plugin scheme's own patch (``Scheme``)

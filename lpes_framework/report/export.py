@@ -75,7 +75,7 @@ def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, 
     transaction: written into a new folder beside ``path`` and renamed into place once whole, so a full disk or a
     kill leaves the folder that was there as it was. ``folded``: the settings of a scheme already multiplied into
     the weights (head scales), which the card names."""
-    if getattr(handle.scheme, "install", None) is not None:
+    if not handle.scheme.one_table_per_layer:
         raise LpesError("a scheme with its own attention patch cannot be exported as RoPE tables")
     path = check_target(path, replace)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,14 +112,6 @@ def _write(model, handle, path: Path, name: str, tokenizer, evidence, folded) ->
     plot_factors({"factor": list(handle.factors)}, path / "factors.png")
     window = tables["window"] if tables["length_dependent"] else None
     (path / "README.md").write_text(model_card(name, architecture, handle, evidence or {}, folded, window))
-
-
-def length_reason(handle) -> str:
-    """Why a schedule's tables move with the length, in the words of its scheme."""
-    if handle.scheme.config.get("name") == "ntk":
-        return ("dynamic NTK: a layer factor below 1 is raised by its dynamic term as the input grows, and every "
-                "factor beyond the trained window")
-    return f"its scheme, {handle.scheme.config.get('name')}, depends on the length"
 
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+\-]{0,79}")  # what a method, task or position label may be on the card
@@ -171,7 +163,7 @@ def model_card(name: str, architecture: str, handle, evidence: dict, folded: dic
                   "(`bench/heldout_gain.py --preset <file>`) before relying on them.", ""]
     if window is not None:
         lines += ["## Input length", "", f"This schedule's RoPE tables change with the input length from {window + 1} "
-                  f"tokens on ({length_reason(handle)}). The modeling file and vLLM serve one fixed table a layer, so "
+                  f"tokens on ({handle.scheme.length_note()}). The modeling file and vLLM serve one fixed table a layer, so "
                   f"they take inputs of at most {window} tokens and refuse longer ones; `load_patched` (lpes_framework) "
                   "follows the length as the search did. For longer inputs, raise the schedule's low factors until its "
                   "tables hold that long (`lpes factors <file> --hold-to <tokens>`) and re-test that file held out.", ""]

@@ -61,16 +61,15 @@ def export_with(factors: str, model_cfg, out: Path, replace: bool = False) -> Pa
     (over a folder no export made only with ``replace``)."""
     from ..model.factors_file import load_checked
     from ..model.load import identify, load_model
-    from ..position import apply_layer_scaling, build_scheme
+    from ..position import build_scheme
     from ..report.export import check_target, save_self_contained
 
     check_target(out, replace)  # before any weights load, as the file's checks are
     record = load_checked(factors, identify(model_cfg))
     scheme = build_scheme(record["scheme"])
+    scheme.check_foldable()
     hf, tokenizer, _ = load_model(model_cfg)
     # a scheme that can be folded into the weights (head scales) leaves only its RoPE part to patch
-    fold = getattr(scheme, "fold", None)
-    install = fold or (lambda model, factors: apply_layer_scaling(model, factors, scheme))
-    with install(hf, record["factors"]) as handle:
+    with scheme.fold(hf, record["factors"]) as handle:
         return save_self_contained(hf, handle, out, tokenizer, evidence=record.get("metrics"),
-                                   folded=record["scheme"] if fold else None, replace=replace)
+                                   folded=record["scheme"] if scheme.folds_into_weights else None, replace=replace)

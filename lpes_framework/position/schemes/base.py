@@ -1,7 +1,7 @@
 """Position schemes: pure functions (rope spec, layer factor, sequence length) -> (inv_freq, attention scaling).
 
-One module per scheme (``@SCHEMES.plugin``); this module holds what they share and ``BoundScheme``, what
-``build_scheme`` makes of a registered function: the contract every caller relies on.
+One module per scheme (``@SCHEMES.plugin``); this module holds what they share, ``Scheme`` (the contract every
+scheme keeps and every caller relies on) and ``BoundScheme``, what ``build_scheme`` makes of a registered function.
 
 Every scheme turns the model's own RoPE frequencies ``inv_freq`` (one per rotary dimension pair) into
 the frequencies one decoder layer uses. Dividing ``inv_freq`` by ``s`` is the same as showing the layer
@@ -50,32 +50,117 @@ class RopeSpec:
     key: str = "default"  # layer type: Gemma3 has 'sliding_attention' and 'full_attention'
 
 
+def no_gradient(name: str) -> LpesError:
+    return LpesError(f"pos={name} computes its tables without a gradient w.r.t. the layer factor; "
+                     "optimizer=gradient needs a differentiable scheme (rope, pi, ntk, yarn): use optimizer=ga")
+
+
+class Scheme:
+    """The scheme contract: what every position scheme provides and all the framework asks of one.
+
+    Every scheme must give ``config`` (``{name, **options}``: what a saved model records to rebuild it) and
+    ``install(model, factors) -> PatchHandle`` (a removable patch giving layer l ``factors[l]``). The rest has
+    defaults a scheme overrides where it can do more:
+
+    - ``one_table_per_layer``: its patch is one RoPE table per layer (``BoundScheme``), which an export
+      writes and vLLM serves; a scheme that brings its own attention patch (head-wise Ms-PoE) is not;
+    - ``width(info)``: numbers per layer factor on a model (a head-wise scheme has one per head);
+    - ``check_model(info)``: refuse a model it cannot patch, from its identity, before any weights load;
+    - ``identity_at_one``: an all-ones schedule leaves the model exactly as it is (``is_identity``);
+    - ``differentiable`` with ``install_traced(model, factors_tensor)``: a patch whose factors carry a gradient,
+      for ``optimizer=gradient``;
+    - ``fold(model, factors)``: the patch an export saves (by default, the patch itself where it is one table a
+      layer); ``folds_into_weights`` says it multiplies part of the schedule into the weights first (head scales);
+    - ``length_note``: why its tables move with the input's length, for a model card.
+
+    A plugin registers a subclass (``@SCHEMES.plugin class MyScheme(Scheme)``) or a pure function, which
+    ``build_scheme`` binds into a ``BoundScheme``.
+    """
+
+    config: dict
+    n_bands: int = 1  # numbers per layer factor (``position.bands``)
+    one_table_per_layer = False
+    identity_at_one = False
+    differentiable = False
+    folds_into_weights = False
+
+    @property
+    def name(self) -> str:
+        return self.config["name"]
+
+    def install(self, model, factors):
+        raise NotImplementedError(f"{type(self).__name__} must define install(model, factors)")
+
+    def install_traced(self, model, factors):
+        raise no_gradient(self.name)
+
+    def width(self, info) -> int:
+        return self.n_bands
+
+    def check_model(self, info) -> None:
+        return None
+
+    def fold(self, model, factors):
+        self.check_foldable()
+        return self.install(model, factors)
+
+    def check_foldable(self) -> None:
+        """One line, before any weights load, where the scheme cannot be saved as RoPE tables."""
+        if not (self.one_table_per_layer or self.folds_into_weights):
+            raise LpesError(f"pos={self.name} brings its own attention patch; it cannot be saved as RoPE tables "
+                            "(an export, vLLM)")
+
+    def length_note(self) -> str:
+        return f"its scheme, {self.name}, depends on the length"
+
+
 @dataclass(eq=False)
-class BoundScheme:
+class BoundScheme(Scheme):
     """A registered scheme function with its options bound: ``scheme(spec, layer factor, sequence length) ->
-    (inv_freq, attention scaling)``, and what the rest of the framework reads off a scheme.
+    (inv_freq, attention scaling)``, patched in as one table per layer (``patch.LayerScaling``).
 
     The result may depend on the length only beyond ``spec.max_position`` (as dynamic NTK does): the
-    patch reuses one result for every length inside the trained window. A plugin whose scheme is not one
-    table per layer registers a class instead; its instances provide ``install(model, factors) -> handle``
-    and the same attributes (``identity_at_one`` and ``differentiable`` may be left out: False). Such a class
-    may also say how many numbers each layer's factor holds for a model (``width(info)``: a head-wise scheme
-    has one per head) and give the gradient optimizer a patch whose factors carry a gradient
-    (``install_traced(model, factors_tensor)``, with ``differentiable = True``).
+    patch reuses one result for every length inside the trained window. A registered function may carry a
+    ``length_note`` (see ``ntk``) for what moves its tables with the length.
     """
 
     fn: Callable[..., "tuple[torch.Tensor, float]"]  # (spec, factor, seq_len) with the options bound
-    config: dict  # {name, **options}: what a saved model records to rebuild it
-    n_bands: int = 1  # numbers per layer factor (``position.bands``)
+    config: dict
+    n_bands: int = 1
     identity_at_one: bool = False  # factor 1 leaves the model's own tables (see ``is_identity``)
     differentiable: bool = False  # tables carry a gradient w.r.t. a traced factor (``optimizer=gradient``)
-    check_model: Callable | None = field(default=None)  # refuses a model from its ``ModelInfo``, before loading
+    model_check: Callable | None = field(default=None)  # the bands' refusal of a model, from its ``ModelInfo``
+    note: str | None = None  # the registered function's ``length_note``
+    one_table_per_layer = True
 
     def __call__(self, spec: RopeSpec, factor, seq_len: int):
         return self.fn(spec, factor, seq_len)
 
+    def install(self, model, factors):
+        from ..patch import LayerScaling  # the patch module builds on this one
 
-Scheme = BoundScheme  # the type every patch function takes
+        return LayerScaling(model, factors, self)
+
+    def install_traced(self, model, factors):
+        if not self.differentiable:
+            return super().install_traced(model, factors)
+        from ..patch import TracedScaling
+
+        return TracedScaling(model, factors, self)
+
+    def check_model(self, info) -> None:
+        if self.model_check is not None:
+            self.model_check(info)
+
+    def length_note(self) -> str:
+        return self.note or super().length_note()
+
+
+def brings_own_patch(name: str) -> bool:
+    """Whether the registered scheme ``name`` is a ``Scheme`` class (its own patch, its own factors' width)
+    rather than a function of one table per layer."""
+    entry = SCHEMES.get(name)
+    return isinstance(entry, type)
 
 
 def wavelength_ramp(inv_freq: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
@@ -137,27 +222,28 @@ def build_scheme(cfg):
     """A ``BoundScheme`` from ``{name: ..., **options}`` (or a plugin's own scheme object); options are
     checked now, on a toy spec, before any model is loaded.
 
-    Registry entries are pure functions ``(spec, factor, seq_len, **options)``. A plugin may instead
-    register a class whose instances have ``install(model, factors) -> handle``: schemes that cannot be
-    expressed as one table per layer (head-wise Ms-PoE) bring their own patch that way.
+    Registry entries are pure functions ``(spec, factor, seq_len, **options)``, or ``Scheme`` subclasses:
+    schemes that cannot be expressed as one table per layer (head-wise Ms-PoE) bring their own patch that way.
     """
     cfg = dict(cfg)
     bands = cfg.pop("bands", None)
-    if isinstance(SCHEMES.get(cfg["name"]), type):
+    if brings_own_patch(cfg["name"]):
+        if not issubclass(SCHEMES.get(cfg["name"]), Scheme):
+            raise LpesError(f"pos={cfg['name']} registers a class that is not a lpes_framework.position.Scheme: "
+                            "subclass it (the scheme contract) or register a function")
         if bands is not None:
             raise LpesError(f"pos={cfg['name']} brings its own patch; bands apply to schemes of one table per layer")
         scheme = SCHEMES.build(cfg)
-        scheme.n_bands = 1
         scheme.config = cfg
         return scheme
     fn, options = SCHEMES.options(cfg, None, 1.0, 1)
-    scheme = BoundScheme(partial(fn, **options), cfg)
+    scheme = BoundScheme(partial(fn, **options), cfg, note=getattr(fn, "length_note", None))
     toy = RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0)
     if bands is not None:
         bands = check_bands(bands)
         scheme.fn = banded(scheme.fn, bands, cfg["name"])
         scheme.n_bands = len(bands) + 1
-        scheme.check_model = model_band_check(bands)
+        scheme.model_check = model_band_check(bands)
         scheme(toy, [1.0 + 0.5 * b for b in range(scheme.n_bands)], 8)  # refuses a factor-dependent scaling now
         cfg["bands"] = list(bands)
     # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
@@ -180,16 +266,13 @@ def _differentiable(scheme, toy: RopeSpec) -> bool:
 def layer_width(scheme, info) -> int:
     """Numbers per layer factor of ``scheme`` on the model ``info`` (``ModelInfo``): its bands, or what a
     plugin scheme with its own patch says it needs for this model (``width``)."""
-    width = getattr(scheme, "width", None)
-    return int(width(info)) if width is not None else scheme.n_bands
+    return int(scheme.width(info))
 
 
 def require_gradient(scheme) -> None:
     """One line, before any weights load, for a scheme the gradient optimizer cannot drive."""
-    if not getattr(scheme, "differentiable", False):
-        name = getattr(scheme, "config", {}).get("name", type(scheme).__name__)
-        raise LpesError(f"pos={name} computes its tables without a gradient w.r.t. the layer factor; "
-                        "optimizer=gradient needs a differentiable scheme (rope, pi, ntk, yarn): use optimizer=ga")
+    if not scheme.differentiable:
+        raise no_gradient(scheme.name)
 
 
 def fixed_table(scheme, spec: RopeSpec, factor, limit: int) -> tuple[torch.Tensor, float, int]:
@@ -218,11 +301,9 @@ def fixed_table(scheme, spec: RopeSpec, factor, limit: int) -> tuple[torch.Tenso
 def check_scheme_for(scheme, info) -> None:
     """A plugin scheme's refusal of a model it cannot patch, from the model's identity (``ModelInfo``,
     read before any weights load): schemes declare it with a ``check_model(info)`` method."""
-    check = getattr(scheme, "check_model", None)
-    if check is not None:
-        check(info)
+    scheme.check_model(info)
     inv_freq = default_inv_freq(info)
-    if isinstance(scheme, BoundScheme) and inv_freq is not None:
+    if scheme.one_table_per_layer and inv_freq is not None:
         # options that leave every frequency of this model where it is (a wavelength_low beyond its longest
         # wavelength) make every schedule the unpatched model: a search of nothing
         spec = RopeSpec(inv_freq.float(), 1.0, int(info.trained_context or 2048), rope_theta=float(info.rope_theta))
@@ -237,7 +318,7 @@ def check_scheme_for(scheme, info) -> None:
 def is_identity(scheme, factors) -> bool:
     """Whether ``factors`` under ``scheme`` leave the model exactly as it is inside its trained window
     (an all-ones schedule of a scheme whose factor 1 is the model's own RoPE). Plugin schemes with their
-    own patch say so with an ``identity_at_one`` attribute; without one they are assumed to change the
-    model at 1 (Ms-PoE's head ratios apply on top of the layer factor)."""
-    return factors is not None and getattr(scheme, "identity_at_one", False) and \
+    own patch are assumed to change the model at 1 unless they say otherwise (Ms-PoE's head ratios apply
+    on top of the layer factor)."""
+    return factors is not None and scheme.identity_at_one and \
         all(np.all(np.asarray(f) == 1.0) for f in factors)

@@ -35,3 +35,7 @@ def ntk(spec: RopeSpec, factor: float, seq_len: int, *, wavelength_low=None, wav
     exponent = torch.arange(half, dtype=torch.float32) * 2 / max(2 * half - 2, 1)
     per_dim = alpha.pow(exponent.double()).float()
     return scaled(spec, per_dim, wavelength_low, wavelength_high), spec.attention_scaling
+
+
+ntk.length_note = ("dynamic NTK: a layer factor below 1 is raised by its dynamic term as the input grows, and every "
+                   "factor beyond the trained window")

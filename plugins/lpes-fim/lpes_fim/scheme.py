@@ -22,13 +22,12 @@ import torch
 from transformers.models.llama.modeling_llama import repeat_kv
 
 from lpes_framework.errors import LpesError
-from lpes_framework.position import build_scheme, rope_layout
+from lpes_framework.position import Scheme, build_scheme, rope_layout
 from lpes_framework.position.attention_patch import AttentionPatch, content_free_ids, layer_span, reading_rows
 from lpes_framework.scoring import expanded
 
 
-class FoundInTheMiddle:
-    identity_at_one = False  # the calibration changes the model at factor 1
+class FoundInTheMiddle(Scheme):  # the calibration changes the model at factor 1: not the identity there
 
     def __init__(self, *, strength: float = 1.0, layers=(0.5, 1.0), keep_first: int = 4, base: str = "rope"):
         layer_span(layers, 1, "fim")  # checked now

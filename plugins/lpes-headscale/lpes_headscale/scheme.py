@@ -11,15 +11,15 @@ from __future__ import annotations
 import torch
 
 from lpes_framework.errors import LpesError
-from lpes_framework.position import (PatchHandle, apply_layer_scaling, build_scheme, check_scheme_for, rope_layout,
-                                     traced_layer_scaling, validate_factors)
-from lpes_framework.position.schemes import BoundScheme
+from lpes_framework.position import (PatchHandle, Scheme, apply_layer_scaling, build_scheme, check_scheme_for,
+                                     rope_layout, traced_layer_scaling, validate_factors)
 
 PER = ("head", "channel")
 
 
-class HeadScale:
+class HeadScale(Scheme):
     differentiable = True  # the scales enter the forward as tensors: the gradient reaches them
+    folds_into_weights = True  # the scales into o_proj (``fold``); an export keeps the base's RoPE tables
 
     def __init__(self, *, per: str = "head", base: dict | None = None):
         if per not in PER:
@@ -28,7 +28,7 @@ class HeadScale:
             raise LpesError(f"headscale: base must be null or scheme settings with a name, e.g. {{name: ntk}}, got {base!r}")
         self.per = per
         self.base = build_scheme(base or {"name": "rope"})  # bad base options fail now, before any weights load
-        if not isinstance(self.base, BoundScheme):
+        if not self.base.one_table_per_layer:
             raise LpesError(f"headscale: base must be a scheme of one RoPE table per layer (rope, pi, ntk, yarn), "
                             f"got {base['name']}")
         self.base_width = 0 if base is None else self.base.n_bands  # no RoPE genes without a base

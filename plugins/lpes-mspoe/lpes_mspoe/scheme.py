@@ -7,14 +7,14 @@ import torch
 from transformers.models.llama.modeling_llama import rotate_half  # the rotation the models apply
 
 from lpes_framework.errors import LpesError
-from lpes_framework.position import PatchHandle, rope_layout, rotary_tables, validate_factors
+from lpes_framework.position import PatchHandle, Scheme, rope_layout, rotary_tables, validate_factors
 from lpes_framework.tasks import FILLER
 
 ORDERS = ("position_awareness", "sequential")
 RECENT = 16
 
 
-class MsPoE:
+class MsPoE(Scheme):
     def __init__(self, *, min_ratio: float = 1.2, max_ratio: float = 1.8, start_layer: int = 2,
                  head_order: str = "position_awareness", calibration_tokens: int = 256):
         if not 0 < min_ratio <= max_ratio:

@@ -19,7 +19,7 @@ import torch
 from transformers.models.llama.modeling_llama import rotate_half  # the rotation the models apply
 
 from lpes_framework.errors import LpesError
-from lpes_framework.position import build_scheme, rope_layout
+from lpes_framework.position import Scheme, build_scheme, rope_layout
 from lpes_framework.position.attention_patch import AttentionPatch, content_free_ids, layer_span, reading_rows
 
 from .channels import positional_channels
@@ -28,8 +28,7 @@ from .channels import positional_channels
 SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM")
 
 
-class PosScale:
-    identity_at_one = False  # the scaled channel changes the model at factor 1
+class PosScale(Scheme):  # the scaled channel changes the model at factor 1: not the identity there
 
     def __init__(self, *, scale: float = 0.5, layers=(0.3, 0.8), channels=None, top_k: int = 1,
                  calibration_tokens: int = 512, skip_tokens: int = 64, base: str = "rope"):

@@ -63,7 +63,7 @@ def install(model: torch.nn.Module, block, config, max_model_len: int) -> int:
     record = validate_record(block, SOURCE)
     scheme = build_scheme(record["scheme"])
     name = record["scheme"]["name"]
-    if hasattr(scheme, "install"):
+    if not scheme.one_table_per_layer:
         raise LpesError(f"lpes-vllm: pos={name} brings its own attention patch; vLLM serves schemes of one rotary "
                         "table per layer (rope, pi, ntk, yarn, band-wise)")
     arch = (getattr(config, "architectures", None) or [type(model).__name__])[0]
