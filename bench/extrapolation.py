@@ -34,7 +34,9 @@ def controls(factors: str, out: Path) -> list[tuple[str, str]]:
     (``band-mean/``: the band pattern without the layer pattern, a by-parts rule like YaRN's)."""
     import numpy as np
 
-    from lpes_framework.model.factors_file import is_preset, load_factors, write_json_atomic
+    from lpes_framework.model.presets import is_preset
+    from lpes_framework.model.factors_file import load_factors
+    from lpes_framework.io.atomic import write_json_atomic
     from lpes_framework.position.bands import factor_table
 
     record = load_factors(factors)

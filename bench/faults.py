@@ -88,7 +88,8 @@ class Judge:
 
 
 def factors_file(path: Path, model: dict, factors: list[float]) -> Path:
-    from lpes_framework.model.factors_file import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record
+    from lpes_framework.io.atomic import write_json_atomic
 
     write_json_atomic(path, factors_record(model=model, scheme={"name": "pi"}, factors=factors))
     return path

@@ -82,7 +82,7 @@ def log_damages(records: list[dict]) -> list[tuple[str, Callable, str]]:
         ("a gene that is text", in_record(index, lambda r: r.update(genome=["a"] * len(r["genome"]))), "genome"),
         ("no layer factors", in_record(index, lambda r: r.update(factors=[])), "factors"),
         ("one layer's factor made a one-number list", in_record(index, lambda r: r["factors"].__setitem__(
-            1, [r["factors"][1]])), "mix single factors and band lists"),
+            1, [r["factors"][1]])), "layer factors mix"),
         ("an accuracy of 1.5", in_record(index, lambda r: _stats(r).update(accuracy=1.5)), "accuracy"),
         ("negative seconds", in_record(index, lambda r: r.update(seconds=-1)), "seconds"),
         ("an unknown record kind", in_record(index, lambda r: r.update(kind="weird")), "not a search record"),

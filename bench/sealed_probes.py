@@ -156,7 +156,7 @@ def probe_tune_state(tmp: Path, judge, cli) -> None:
 def probe_export(tmp: Path, judge, reference: Path, cli) -> None:
     """An exported folder whose tables or block were edited: ``load_patched`` refuses it in one line."""
     from lpes_framework.errors import LpesError
-    from lpes_framework.model.factors_file import load_patched
+    from lpes_framework.model.patched import load_patched
 
     out = tmp / "exported"
     made = cli("lpes_framework.commands.export", str(reference / "best_factors.json"), "--model", "tiny", "--out", str(out))

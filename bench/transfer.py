@@ -126,7 +126,7 @@ def choose_haystacks(name: str, rows: dict[str, str | None], args, folder: Path)
     from lpes_framework.evaluation.results import paired
     from lpes_framework.evaluation.sample_size import sample_size
     from lpes_framework.matrix import column_task
-    from lpes_framework.model.factors_file import write_json_atomic
+    from lpes_framework.io.atomic import write_json_atomic
 
     recorded = column_haystacks(folder, None)
     if recorded:
@@ -178,7 +178,7 @@ def main() -> None:
     from lpes_framework.compare.run import run_evaluate, scored_rows
     from lpes_framework.matrix import column_cells
     from lpes_framework.matrix.report import column_cost, cost_lines, heat_map, markdown, summary_line, table_lines
-    from lpes_framework.model.factors_file import is_preset
+    from lpes_framework.model.presets import is_preset
 
     general = args.general or (GENERAL_PRESET if is_preset(GENERAL_PRESET) else None)
     also = dict(item.split("=", 1) for item in args.also if "=" in item)

@@ -14,8 +14,8 @@ import importlib
 
 from .errors import LpesError
 
-_LAZY = {"apply_factors_file": "model.factors_file", "load_factors": "model.factors_file", "load_patched": "model.factors_file",
-         "save_patched": "model.factors_file", "load_model": "model.load", "apply_layer_scaling": "position",
+_LAZY = {"apply_factors_file": "model.patched", "load_factors": "model.factors_file", "load_patched": "model.patched",
+         "save_patched": "model.patched", "load_model": "model.load", "apply_layer_scaling": "position",
          "build_scheme": "position"}
 
 __all__ = ["LpesError", *_LAZY]

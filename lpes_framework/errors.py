@@ -37,6 +37,15 @@ def distinct_whole(values, what: str, low: int, high: int, one: str) -> list[int
     return [int(v) for v in out]
 
 
+def one_form(layers: Sequence) -> None:
+    """The form rule of a schedule, wherever one is read (a factors file, a log, a patch): every layer a number,
+    or every one a list of one length (one number per band). A mix reaches the code that reads it back as a
+    ragged table, and ``[1.2, [1.3], 1.5]`` too: a one-band list is not a number there."""
+    forms = {f"{len(f)}-band lists" if isinstance(f, (list, tuple)) else "single numbers" for f in layers}
+    if len(forms) > 1:
+        raise LpesError(f"layer factors mix {' and '.join(sorted(forms))}: every layer needs as many numbers as bands")
+
+
 def numbers(values, what: str, count: int | None = None) -> list[float]:
     """``values`` as a non-empty list of finite numbers (``count`` of them where given), or a one-line error:
     float() over a string took its characters one by one, and over a single number raised a TypeError."""

@@ -85,7 +85,7 @@ def same_logits(model, first, second, tokens: int = 50) -> bool:
     random tokens (files that say one schedule two ways)."""
     import torch
 
-    from lpes_framework.model.factors_file import apply_factors_file
+    from lpes_framework.model.patched import apply_factors_file
 
     ids = torch.randint(3, 90, (1, tokens), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from conftest import TINY_TASK, model_block, run_cli
-from lpes_framework.model.factors_file import factors_record, write_json_atomic
+from lpes_framework.model.factors_file import factors_record
+from lpes_framework.io.atomic import write_json_atomic
 from lpes_framework.config import compose_config
 from lpes_framework.position.curves import CURVES
 from lpes_framework.errors import LpesError

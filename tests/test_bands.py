@@ -12,7 +12,8 @@ import torch
 
 from conftest import TINY_TASK, model_block, read_jsonl, run_cli, same_logits, tiny_model
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors_file import factors_record, load_factors, write_json_atomic
+from lpes_framework.model.factors_file import factors_record, load_factors
+from lpes_framework.io.atomic import write_json_atomic
 from lpes_framework.position import RopeSpec, TracedScaling, apply_layer_scaling, build_scheme, is_identity
 from lpes_framework.position.bands import band_index, check_bands, factors_json
 from lpes_framework.position.curves import build_curve

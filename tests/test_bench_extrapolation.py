@@ -9,7 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from extrapolation import controls  # noqa: E402
 
-from lpes_framework.model.factors_file import factors_record, load_factors, write_json_atomic  # noqa: E402
+from lpes_framework.model.factors_file import factors_record, load_factors# noqa: E402
+from lpes_framework.io.atomic import write_json_atomic
 from lpes_framework.position.bands import factor_table  # noqa: E402
 
 

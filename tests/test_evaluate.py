@@ -9,7 +9,8 @@ from conftest import TINY_TASK, approx, model_block, run_cli
 from lpes_framework.compare.methods import interval_pairs
 from lpes_framework.compare.rows import logged_rows
 from lpes_framework.evaluation.results import rows_to_json
-from lpes_framework.model.factors_file import factors_record, write_json_atomic
+from lpes_framework.model.factors_file import factors_record
+from lpes_framework.io.atomic import write_json_atomic
 
 
 def test_evaluate_compares_all_method_kinds(tmp_path):

@@ -11,7 +11,8 @@ import torch
 from conftest import run_cli, tiny_model
 from lpes_framework import apply_factors_file, apply_layer_scaling, build_scheme, load_patched, save_patched
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors_file import factors_record, load_factors, write_json_atomic
+from lpes_framework.model.factors_file import factors_record, load_factors
+from lpes_framework.io.atomic import write_json_atomic
 
 FACTORS = [1.0, 1.2, 1.6, 1.9]
 
@@ -95,13 +96,13 @@ def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
 
 
 def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkeypatch, capsys):
-    from lpes_framework.model import factors_file as factors
+    from lpes_framework.model import presets as shipped
     from lpes_framework.compare.methods import file_method_names
 
     presets = tmp_path / "presets"
     presets.mkdir()
     write_json_atomic(presets / "tiny-ntk.json", factors_record(model=llama_block(), scheme={"name": "ntk"}, factors=FACTORS))
-    monkeypatch.setattr(factors, "PRESETS", presets)
+    monkeypatch.setattr(shipped, "PRESETS", presets)
     monkeypatch.chdir(tmp_path)
     model = tiny_model("llama")
     ids = torch.randint(3, 97, (1, 40))

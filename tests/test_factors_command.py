@@ -78,7 +78,8 @@ def test_misuse_is_one_line(search_run, tmp_path, args, message):
 
 
 def test_fit_redraws_a_factors_file_in_a_curve_and_says_what_it_lost(tmp_path):
-    from lpes_framework.model.factors_file import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record
+    from lpes_framework.io.atomic import write_json_atomic
     from lpes_framework.position.curves import build_curve
 
     from conftest import model_block

@@ -167,5 +167,5 @@ def test_a_logged_schedule_whose_layer_turned_into_a_list_is_a_damaged_line(ga_r
     record["factors"][2] = [record["factors"][2]]
     lines[index] = json.dumps(record) + "\n"
     log.write_text("".join(lines))
-    with pytest.raises(LpesError, match=rf"line {index + 1} \(candidate\) is damaged: .*mix single factors and band lists"):
+    with pytest.raises(LpesError, match=rf"line {index + 1} \(candidate\) is damaged: .*layer factors mix .*band lists and single numbers"):
         status(log.parent)

@@ -7,7 +7,9 @@ import pytest
 
 from conftest import TINY_SEARCH, TINY_TASK, model_block, run_cli, tiny_model
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors_file import apply_factors_file, factors_record, write_json_atomic
+from lpes_framework.model.patched import apply_factors_file
+from lpes_framework.model.factors_file import factors_record
+from lpes_framework.io.atomic import write_json_atomic
 
 FACTORS = [1.0, 1.2, 1.4, 1.6]
 
@@ -99,3 +101,16 @@ def test_a_saved_patched_model_whose_block_names_another_model_is_refused_on_loa
     (tmp_path / "saved" / "config.json").write_text(json.dumps(config))
     with pytest.raises(LpesError, match=r"config.json \(lpes block\): searched on .* with rope_theta=1000000.0"):
         load_patched(tmp_path / "saved")
+
+
+def test_the_identity_fields_are_those_of_model_info():
+    # a factors file's model block is checked (types, ranges) field by field; ModelInfo is what is compared:
+    # a field added to one and not the other would be written but never checked, or checked but never compared
+    from dataclasses import fields
+
+    from lpes_framework.io.records import ModelBlock
+    from lpes_framework.model.factors_file import IDENTITY
+    from lpes_framework.model.info import ModelInfo
+
+    assert set(ModelBlock.model_fields) == {f.name for f in fields(ModelInfo)}
+    assert set(IDENTITY) < set(ModelBlock.model_fields) and "n_layers" in IDENTITY and "name" not in IDENTITY

@@ -223,7 +223,8 @@ def test_sigkill_then_resume_continues_exactly(gradient_run, tmp_path):
 
 
 def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
-    from lpes_framework.model.factors_file import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record
+    from lpes_framework.io.atomic import write_json_atomic
     from lpes_framework.optim.gradient import start_genes
 
     path = tmp_path / "f.json"

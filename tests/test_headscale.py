@@ -128,7 +128,8 @@ def test_refusals_are_one_line_and_early(plugin):
 def test_a_stacked_start_computes_what_its_rope_file_does(plugin, tmp_path):
     from lpes_headscale.stack import main, stacked_start
 
-    from lpes_framework.model.factors_file import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record
+    from lpes_framework.io.atomic import write_json_atomic
 
     model = tiny_model("qwen2", layers=4)
     rope = {"name": "ntk", "bands": [8.0]}
@@ -148,7 +149,9 @@ def test_export_folds_the_scales_into_o_proj(plugin, tmp_path):
 
     from lpes_framework.commands.export import export
     from lpes_framework.config import compose_config
-    from lpes_framework.model.factors_file import apply_factors_file, factors_record, write_json_atomic
+    from lpes_framework.model.patched import apply_factors_file
+    from lpes_framework.model.factors_file import factors_record
+    from lpes_framework.io.atomic import write_json_atomic
     from lpes_framework.model.load import load_model
 
     cfg = compose_config("config", ["model=tiny"]).model

@@ -4,7 +4,8 @@
 import pytest
 
 from conftest import installed_plugin, model_block, run_cli
-from lpes_framework.model.factors_file import factors_record, write_json_atomic
+from lpes_framework.model.factors_file import factors_record
+from lpes_framework.io.atomic import write_json_atomic
 
 pytestmark = pytest.mark.slow
 lm_eval = pytest.importorskip("lm_eval")

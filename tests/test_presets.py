@@ -8,7 +8,8 @@ import pytest
 
 from conftest import OPTIONAL_MODELS
 from lpes_framework.config import compose_config
-from lpes_framework.model.factors_file import PRESETS, is_preset, load_factors, preset_names, resolve_factors
+from lpes_framework.model.presets import PRESETS, is_preset, preset_names, resolve_factors
+from lpes_framework.model.factors_file import load_factors
 
 
 def model_option(name: str) -> str | None:
@@ -59,7 +60,7 @@ def test_one_odd_preset_does_not_break_the_listing(tmp_path, monkeypatch, capsys
     import shutil
 
     from lpes_framework.commands import preset
-    from lpes_framework.model import factors_file
+    from lpes_framework.model import presets
 
     names = preset_names()
     for name in names:
@@ -67,7 +68,7 @@ def test_one_odd_preset_does_not_break_the_listing(tmp_path, monkeypatch, capsys
     odd = load_factors(names[0])
     del odd["metrics"]["intervals"]  # a preset made without a re-test's intervals
     (tmp_path / "odd.json").write_text(json.dumps(odd))
-    monkeypatch.setattr(factors_file, "PRESETS", tmp_path)
+    monkeypatch.setattr(presets, "PRESETS", tmp_path)
     preset.main([])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(names) + 1

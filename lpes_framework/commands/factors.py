@@ -40,7 +40,7 @@ from pathlib import Path
 from ..compare.best import best_candidate, best_method, fitted, held_to, rebanded
 from ..errors import LpesError
 from ..io.store import JsonLog
-from ..model.factors_file import write_json_atomic
+from ..io.atomic import write_json_atomic
 from .cli import one_line_errors
 
 

@@ -22,7 +22,8 @@ from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
 
 from ..errors import LpesError
-from ..model.factors_file import apply_factors_file, load_checked
+from ..model.patched import apply_factors_file
+from ..model.factors_file import load_checked
 
 # lm-eval reads a doc field with Jinja; the data file path is quoted as JSON, which YAML accepts
 _CHOICE_TASK = """task: {name}

@@ -20,7 +20,8 @@ import argparse
 from pathlib import Path
 
 from ..errors import LpesError
-from ..model.factors_file import PRESETS, load_factors
+from ..model.presets import PRESETS
+from ..model.factors_file import load_factors
 from ..tune.ship import make_preset
 
 OUT = Path("outputs/presets")  # made presets land here, out of the package source, unless --out says otherwise
@@ -39,7 +40,7 @@ def preset_line(name: str) -> str:
 
 def preset_lines() -> list[str]:
     """A line a shipped preset: name, model, factors' shape, and its held-out middle gain over unpatched."""
-    from ..model.factors_file import preset_names
+    from ..model.presets import preset_names
 
     lines = []
     for name in preset_names():

@@ -99,7 +99,9 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
     from ..config import build_tasks, plain, prepare, task_specs
     from ..io.spec import model_differences, read_spec
     from ..model.choice import check_task_reads_no_files, chosen_model
-    from ..model.factors_file import load_checked, resolve_factors, write_json_atomic
+    from ..model.factors_file import load_checked
+    from ..model.presets import resolve_factors
+    from ..io.atomic import write_json_atomic
     from ..model.load import identify, load_model
     from ..report.plots import plot_attention
     from ..position import apply_layer_scaling, build_scheme

@@ -10,7 +10,8 @@ from pathlib import Path
 from ..config import number, plain
 from ..errors import LpesError
 from ..evaluation.comparison import uniform_method_name
-from ..model.factors_file import is_preset, load_checked
+from ..model.presets import is_preset
+from ..model.factors_file import load_checked
 from ..position import build_scheme, check_scheme_for, layer_width, validate_factors
 from ..position.curves import build_curve
 

@@ -23,7 +23,7 @@ from ..execution import Job, encode_splits
 from ..execution.local import LocalExecutor
 from ..io.spec import KEY, RunSpec
 from ..io.store import JsonLog, RunLock, read_rows
-from ..model.factors_file import write_json_atomic
+from ..io.atomic import write_json_atomic
 from ..model.load import identify
 from ..position import build_scheme, check_scheme_for
 from ..position.bands import resolve_bands

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from . import jsonio
+
 
 @contextmanager
 def atomic_file(target: str | os.PathLike, mode: str = "w") -> Iterator:
@@ -53,3 +55,8 @@ def file_digest(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 24), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def write_json_atomic(path: str | os.PathLike, data) -> None:
+    """``data`` as indented JSON (``jsonio``: non-finite numbers as null), replacing ``path`` whole."""
+    write_atomic(path, jsonio.dumps(data, indent=2))

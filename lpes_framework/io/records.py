@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from ..errors import LpesError
+from ..errors import LpesError, one_form
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
@@ -22,9 +22,7 @@ Factor = Union[Finite, Annotated[list[Finite], Field(min_length=1)]]
 
 
 def _one_form(factors: list) -> list:
-    # every layer a number, or every one a list of one length: a mix reaches the commands as a ragged table
-    if len({len(f) if isinstance(f, list) else None for f in factors}) > 1:
-        raise ValueError("its layers mix single factors and band lists, or band lists of different lengths")
+    one_form(factors)  # an LpesError is a ValueError: pydantic reports it as the field's
     return factors
 
 
@@ -35,11 +33,11 @@ GROUP_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 GroupName = Annotated[str, Field(pattern=GROUP_NAME)]
 
 
-class _Record(BaseModel):
+class Record(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")  # later versions may add fields
 
 
-class Stats(_Record):
+class Stats(Record):
     count: Annotated[int, Field(ge=1)]
     accuracy: Share
     ci_low: Share
@@ -64,7 +62,7 @@ def _position(label: str) -> str:
 Scores = dict[str, dict[Annotated[str, Field(min_length=1)], Stats]]
 
 
-class _Scored(_Record):
+class _Scored(Record):
     key: str
     generation: Count
     scores: Scores
@@ -79,7 +77,7 @@ class _Scored(_Record):
         return scores
 
 
-class Spec(_Record):
+class Spec(Record):
     key: Literal["spec"]
     kind: Literal["spec"]
     spec: dict
@@ -91,7 +89,7 @@ class Baseline(_Scored):
     factors: None = None
 
 
-class Outcome(_Record):
+class Outcome(Record):
     fitness: Finite
     retrieval: Finite
     perplexity: Annotated[float, Field(ge=0.0)] | None
@@ -105,7 +103,7 @@ class Candidate(_Scored):
     same_as: str | None = None
 
 
-class Step(_Record):
+class Step(Record):
     key: str
     kind: Literal["step"]
     generation: Count
@@ -131,7 +129,7 @@ LogRecord = Annotated[Union[Spec, Baseline, Candidate, Step], Field(discriminato
 _LOG = TypeAdapter(LogRecord)
 
 
-class Row(_Record):
+class Row(Record):
     """One scored sample of an evaluate folder's ``rows.jsonl`` (``scoring.base.ScoreRow``). Its fields are
     ScoreRow's, written by this package alone: an unknown key is a damaged one (a field renamed by a flipped
     byte would otherwise leave the row its default draw, 0, silently)."""
@@ -150,12 +148,12 @@ class Row(_Record):
     match: Share | None = None
 
 
-class Cost(_Record):
+class Cost(Record):
     seconds: Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
     samples: Count
 
 
-class Rows(_Record):
+class Rows(Record):
     key: Annotated[str, Field(min_length=1)]
     method: Annotated[str, Field(min_length=1)]
     rows: dict[str, list[Row]]
@@ -184,7 +182,7 @@ class Rows(_Record):
         return self
 
 
-class Interval(_Record):
+class Interval(Record):
     delta: Finite | None
     low: Finite | None
     high: Finite | None
@@ -195,12 +193,12 @@ class Interval(_Record):
 Size = Annotated[int, Field(ge=1, le=1 << 16)]
 
 
-class RopeParameters(_Record):
+class RopeParameters(Record):
     """transformers' ``rope_parameters`` (keys vary by rope type); the ones read from a file are checked."""
     partial_rotary_factor: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
 
 
-class ModelBlock(_Record):
+class ModelBlock(Record):
     """The identity a factors file was searched on (``model.load.ModelInfo``); older files hold fewer fields."""
     name: str | None = None
     architecture: str | None = None
@@ -215,29 +213,29 @@ class ModelBlock(_Record):
     source: str | None = None
 
 
-class Validation(_Record):
+class Validation(Record):
     chosen: str | None = None
     fitness: dict[str, Finite | None] = {}
     intervals: dict[str, Annotated[list[Finite | None], Field(min_length=2, max_length=2)]] = {}
     genomes: dict[str, list[Finite]] = {}
 
 
-class Tested(_Record):
+class Tested(Record):
     scores: Scores
 
 
-class Metrics(_Record):
+class Metrics(Record):
     search: dict | None = None  # what the search reported (older files: NaN, or the chosen method's name)
     validation: Validation | None = None
     test: dict[str, Tested] = {}
     intervals: dict[str, dict[str, dict[str, Interval]]] = {}
 
 
-class NamedBlock(_Record):
+class NamedBlock(Record):
     name: GroupName
 
 
-class Method(_Record):
+class Method(Record):
     scores: Scores
     factors: Schedule | None = None
     scheme: NamedBlock | None = None
@@ -250,7 +248,7 @@ class Method(_Record):
         return self
 
 
-class Results(_Record):
+class Results(Record):
     """An evaluate folder's ``results.json``."""
     model: ModelBlock  # the identity ``lpes factors`` writes into the factors file it ships
     tasks: Annotated[dict[str, dict], Field(min_length=1)]
@@ -269,31 +267,7 @@ class Results(_Record):
         return self
 
 
-class FactorsFile(_Record):
-    """A factors file or preset beyond what ``model.factors_file.validate_record`` checks first (its factors and
-    scheme): the blocks other commands read (the model's identity, the genome, the evidence, the scheme and
-    task named as config groups)."""
-    model: ModelBlock = ModelBlock()
-    scheme: NamedBlock
-    curve: dict | None = None
-    genome: list[Finite] | None = None
-    metrics: Metrics = Metrics()
-    task: NamedBlock | None = None
-    run: dict | None = None
-
-
-def check_factors_file(record: dict, source: str) -> None:
-    try:
-        parsed = FactorsFile.model_validate(record)
-    except ValidationError as exc:
-        raise LpesError(f"{source} is damaged: {one_line(exc)}") from None
-    layers = parsed.model.n_layers
-    if layers is not None and layers != len(record["factors"]):
-        raise LpesError(f"{source} is damaged: its model has {layers} layers but it holds {len(record['factors'])} "
-                        "layer factors")
-
-
-class OptimizerState(_Record):
+class OptimizerState(Record):
     generation: Count  # every optimizer's state has its generation (status reads it)
     # the gradient optimizer's position and Adam moments: a NaN here would resume to a NaN answer
     restart: Count | None = None
@@ -307,7 +281,7 @@ class OptimizerState(_Record):
     scored_fitness: float | None = None
 
 
-class Checkpoint(_Record):
+class Checkpoint(Record):
     version: int
     log_records: Annotated[int, Field(ge=1)]
     log_digest: Annotated[str, Field(pattern="^[0-9a-f]{40}$")]

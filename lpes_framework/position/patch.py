@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..errors import LpesError
+from ..errors import LpesError, one_form
 from ..hf import text_config
 from .bands import check_occupied, check_width, factor_key
 from .schemes import RopeSpec, Scheme, check_factor
@@ -92,9 +92,7 @@ def validate_factors(factors: Sequence, n_layers: int) -> list:
         raise LpesError(f"layer factors must be numbers or lists of numbers (one per band): {exc}") from None
     if len(values) != n_layers:
         raise LpesError(f"got {len(values)} factors for a model with {n_layers} decoder layers")
-    forms = {f"{len(v)}-band lists" if isinstance(v, tuple) else "single numbers" for v in values}
-    if len(forms) > 1:  # [1.2, [1.3], 1.5] too: a one-band list is not a number to the code that reads it back
-        raise LpesError(f"layer factors mix {' and '.join(sorted(forms))}: every layer needs as many numbers as bands")
+    one_form(values)
     for i, f in enumerate(values):
         for value in f if isinstance(f, tuple) else (f,):
             check_factor(value, f"factor for layer {i}")

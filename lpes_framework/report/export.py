@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from ..errors import LpesError
-from ..model.factors_file import save_patched
+from ..model.patched import save_patched
 from ..model.lpes_modeling import tables_digest
 from ..position.bands import factors_json
 from ..position import fixed_table, rope_layout

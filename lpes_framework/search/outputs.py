@@ -7,7 +7,8 @@ from ..evaluation.comparison import effect_lines, format_intervals, format_lengt
 from ..evaluation.fitness import outcome
 from ..evaluation.results import scores_to_json
 from ..evaluation.selection import candidate_name
-from ..model.factors_file import factors_record, write_json_atomic
+from ..model.factors_file import factors_record
+from ..io.atomic import write_json_atomic
 from ..report.artifacts import SearchSummary, write_artifacts
 
 

@@ -32,7 +32,8 @@ from ..io.spec import differences
 from ..io.store import JsonLog, RunLock, read_json
 from ..matrix import column_rows, column_task, file_cells, labelled, read_columns, verdict
 from ..matrix.report import column_cost, markdown, summary_line, table_lines
-from ..model.factors_file import factors_record, load_factors, write_json_atomic
+from ..model.factors_file import factors_record, load_factors
+from ..io.atomic import write_json_atomic
 from ..model.load import identify
 from ..position import build_scheme, check_scheme_for, layer_width
 from ..position.bands import resolve_bands

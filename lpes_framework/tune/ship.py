@@ -10,7 +10,8 @@ from pathlib import Path
 from ..compare.methods import file_method_names
 from ..errors import LpesError
 from ..io.store import cache_key, read_results
-from ..model.factors_file import load_factors, write_json_atomic
+from ..model.factors_file import load_factors
+from ..io.atomic import write_json_atomic
 
 
 def with_evidence(record: dict, results: dict, found: str) -> dict:

@@ -5,7 +5,8 @@ evaluate names its row after it. Run from the repository root: python runs/qwen-
 import json
 from pathlib import Path
 
-from lpes_framework.model.factors_file import factors_record, write_json_atomic
+from lpes_framework.model.factors_file import factors_record
+from lpes_framework.io.atomic import write_json_atomic
 
 SOURCE = Path("runs/qwen-general-wider/best_factors.json")
 HERE = Path(__file__).parent

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors_file import factors_record, load_factors, own_patch, write_json_atomic
+from lpes_framework.model.factors_file import factors_record, load_factors, own_patch
+from lpes_framework.io.atomic import write_json_atomic
 
 from .scheme import HeadScale
 

@@ -130,7 +130,8 @@ def agreement(a: list[dict], b: list[dict]) -> tuple[float, float]:
 def ramp_file(model: str, out: Path) -> Path:
     """A factors file of the model's identity: NTK factors rising linearly from 1 to 1.5 over the layers."""
     from lpes_framework.config import compose_config
-    from lpes_framework.model.factors_file import factors_record, write_json_atomic
+    from lpes_framework.model.factors_file import factors_record
+    from lpes_framework.io.atomic import write_json_atomic
     from lpes_framework.model.load import identify
 
     info = identify(compose_config("config", [f"model={model}"]).model)

@@ -17,7 +17,8 @@ import re
 import torch
 
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors_file import check_identity, check_tables_bound, validate_record
+from lpes_framework.model.factors_file import check_identity, validate_record
+from lpes_framework.model.patched import check_tables_bound
 from lpes_framework.model.info import model_info
 from lpes_framework.position import build_scheme, fixed_table, is_identity, layer_specs, validate_factors
 
