@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 import common  # noqa: F401  (puts the repository on the path)
-from lpes_vllm.parity import (ENGINE, agreement, close, folders, prompts, ramp_file, remote_code_tokens, transformers_outputs,
-                              vllm_outputs)
+from vllm_parity import (ENGINE, agreement, close, folders, prompts, ramp_file, remote_code_tokens, transformers_outputs,
+                         vllm_outputs)
 
 
 def throughput(engines: dict, ids: list[list[int]], rounds: int, new_tokens: int) -> dict[str, dict[str, float]]:

@@ -3,8 +3,8 @@
     python -m lpes_framework.commands.export <factors file or preset> --model <model config group> --out <folder>
 
 The folder holds the weights (de-quantised where the model came as GGUF), the tokenizer, config.json with
-the ``lpes`` block (what ``load_patched`` and the vLLM plugin read) and each layer's RoPE frequencies, the
-modeling file ``AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)`` runs, and a model
+the ``lpes`` block (what ``load_patched`` reads) and each layer's RoPE frequencies (what the modeling file and
+the vLLM plugin serve), the modeling file ``AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)`` runs, and a model
 card with the schedule's plot and the held-out evidence the file carries. Identity and factors are checked
 before the model loads. A scheme that folds into the weights (``fold``: learned head scales, whose scales
 multiply ``o_proj``'s columns) is folded, so the folder's ``lpes`` block holds only its RoPE part.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from ..errors import LpesError
+from ..exported.lpes_tables import is_bound
 from ..position import LayerScaling, apply_layer_scaling, build_scheme
 from .factors_file import check_identity, factors_record, load_factors, validate_record
 from .info import identify_loaded
@@ -43,16 +44,10 @@ def check_tables_bound(config, source: str) -> bool:
     """Whether ``config`` (a model's config) is an export's, holding per-layer tables; refused where its tables
     are not the ones its ``lpes`` block makes (an edited folder), so that every reader (the exported modeling
     file, ``load_patched``, the vLLM plugin) serves the same schedule or none."""
-    tables, block = getattr(config, "lpes_tables", None), getattr(config, "lpes", None)
+    tables = getattr(config, "lpes_tables", None)
     if tables is None:
         return False
-    from .lpes_modeling import tables_digest
-
-    try:
-        bound = tables.get("digest") == tables_digest(block["scheme"], block["factors"], tables)
-    except (AttributeError, KeyError, TypeError, ValueError):
-        bound = False
-    if not bound:
+    if not is_bound(tables, getattr(config, "lpes", None)):
         raise LpesError(f"{source}: its lpes_tables are not those of its lpes block (the folder was edited): "
                         "export it again")
     return True

@@ -19,7 +19,8 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.llama.modeling_llama import eager_attention_forward
 
 from ..errors import LpesError
-from .patch import PatchHandle, apply_layer_scaling, rope_layout, validate_factors
+from .contract import apply_layer_scaling
+from .patch import PatchHandle, rope_layout, validate_factors
 
 TAG = "_lpes_attention_patch"
 

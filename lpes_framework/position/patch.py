@@ -13,20 +13,32 @@ from __future__ import annotations
 import inspect
 from collections import Counter
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from ..errors import LpesError, one_form
+from ..exported.lpes_tables import cos_sin
 from ..hf import text_config
 from .bands import check_occupied, check_width, factor_key
-from .schemes import RopeSpec, Scheme, check_factor
+from .schemes import RopeSpec, check_factor
 
 # These rope types recompute their frequencies from the running length inside the rotary module; a
 # static copy of them would silently be wrong, so they are refused rather than patched.
 _RUNTIME_ROPE_TYPES = {"dynamic", "longrope"}
 # forwards of at most this many positions (decoding steps) build every layer's table in one batched pass
 _BATCHED_POSITIONS = 64
+
+
+
+class TableScheme(Protocol):
+    """What the per-layer patch asks of a scheme: one table per layer (``contract.BoundScheme`` is one)."""
+
+    config: dict
+    n_bands: int
+
+    def __call__(self, spec: RopeSpec, factor, seq_len: int) -> tuple[torch.Tensor, float]: ...
 
 
 def _arch(model) -> str:
@@ -131,7 +143,7 @@ class PatchHandle:
 class LayerScaling(PatchHandle):
     """One RoPE table per layer factor, swapped in by pre-hooks on the decoder layers."""
 
-    def __init__(self, model, factors: Sequence[float], scheme: Scheme):
+    def __init__(self, model, factors: Sequence[float], scheme: TableScheme):
         decoder, layers, specs = rope_layout(model)
         self.factors = validate_factors(factors, len(layers))
         check_bands_fit(scheme, specs, self.factors)
@@ -187,15 +199,13 @@ class LayerScaling(PatchHandle):
         for keys in by_size.values():
             inv = torch.stack([freqs[k][0] for k in keys]).to(position_ids.device)  # (K, D/2)
             scale = torch.tensor([freqs[k][1] for k in keys], device=position_ids.device)[:, None, None, None]
-            angles = position_ids[None, ..., None].float() * inv[:, None, None, :]
-            emb = torch.cat((angles, angles), dim=-1)
-            cos, sin = (emb.cos() * scale).to(dtype), (emb.sin() * scale).to(dtype)
+            cos, sin = cos_sin(position_ids[None, ..., None].float() * inv[:, None, None, :], scale, dtype)
             tables.update({k: (cos[i], sin[i]) for i, k in enumerate(keys)})
         return tables
 
     def _frequencies(self, spec: RopeSpec, factor: float) -> tuple[torch.Tensor, float] | None:
         """The scheme's (inv_freq, scaling) for this layer, or None where they are the model's own.
-        Schemes may depend on the length only beyond the trained window (see ``schemes.Scheme``), so
+        Schemes may depend on the length only beyond the trained window (see ``contract.BoundScheme``), so
         every length inside it shares one entry."""
         key = (spec.key, factor, max(self._seq_len, spec.max_position))
         if key not in self._freqs:
@@ -236,7 +246,7 @@ class TracedScaling(PatchHandle):
     (each backward frees the graph). Values equal ``LayerScaling``'s for the same factors: the schemes
     compute the same tables for a traced factor as for the float it holds."""
 
-    def __init__(self, model, factors: torch.Tensor, scheme: Scheme):
+    def __init__(self, model, factors: torch.Tensor, scheme: TableScheme):
         decoder, layers, self._specs = rope_layout(model)
         if factors.dim() not in (1, 2) or factors.shape[0] != len(layers):
             raise LpesError(f"got {tuple(factors.shape)} factors for a model with {len(layers)} decoder layers")
@@ -251,18 +261,5 @@ class TracedScaling(PatchHandle):
 
 def rotary_tables(position_ids: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype):
     """cos/sin exactly as transformers' rotary modules compute them, for the given frequencies."""
-    freqs = position_ids[..., None].float() * inv_freq.to(device=position_ids.device, dtype=torch.float)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    if scaling == 1.0:  # multiplying by 1 is exact: skip the two extra passes
-        return emb.cos().to(dtype), emb.sin().to(dtype)
-    return (emb.cos() * scaling).to(dtype), (emb.sin() * scaling).to(dtype)
-
-
-def traced_layer_scaling(model, factors: torch.Tensor, scheme: Scheme) -> PatchHandle:
-    """``TracedScaling``, or the traced patch of a plugin scheme with its own (``Scheme.install_traced``)."""
-    return scheme.install_traced(model, factors)
-
-
-def apply_layer_scaling(model, factors: Sequence[float], scheme: Scheme) -> LayerScaling:
-    """Give decoder layer l the RoPE factor ``factors[l]`` under ``scheme``; returns a removable handle."""
-    return scheme.install(model, factors)  # LayerScaling, or a plugin scheme's own patch (``Scheme``)
+    return cos_sin(position_ids[..., None].float() * inv_freq.to(device=position_ids.device, dtype=torch.float),
+                   scaling, dtype)

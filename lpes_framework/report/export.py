@@ -1,6 +1,6 @@
 """A patched model as a folder that runs without lpes_framework: weights, tokenizer, the ``lpes`` block,
 each layer's RoPE frequencies (``lpes_tables`` in config.json), a modeling file (``lpes_modeling.py``,
-registered through ``auto_map``) and a model card (README.md: the schedule's plot, its held-out evidence,
+registered through ``auto_map``, with the ``lpes_tables.py`` it reads them with) and a model card (README.md: the schedule's plot, its held-out evidence,
 how to load it in transformers and in vLLM)."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import torch
 
 from ..errors import LpesError
 from ..model.patched import save_patched
-from ..model.lpes_modeling import tables_digest
+from ..exported.lpes_tables import tables_digest
 from ..position.bands import factors_json
 from ..position import fixed_table, rope_layout
 from .plots import plot_factors
 
-MODELING = Path(__file__).parents[1] / "model" / "lpes_modeling.py"  # copied into the folder (its digest used here)
+EXPORTED = Path(__file__).parents[1] / "exported"  # lpes_modeling.py and the lpes_tables.py it imports, copied in
 
 
 def layer_tables(model, handle) -> dict:
@@ -97,9 +97,16 @@ def save_self_contained(model, handle, path: str | os.PathLike, tokenizer=None, 
     return path
 
 
-def _write(model, handle, path: Path, name: str, tokenizer, evidence, folded) -> None:
+def export_tables(model, handle) -> dict:
+    """``layer_tables`` bound to the ``lpes`` block ``save_patched`` writes beside them (``digest``): what an
+    exported config.json holds as ``lpes_tables``."""
     tables = layer_tables(model, handle)
     tables["digest"] = tables_digest(dict(handle.scheme.config), factors_json(handle.factors), tables)
+    return tables
+
+
+def _write(model, handle, path: Path, name: str, tokenizer, evidence, folded) -> None:
+    tables = export_tables(model, handle)
     model.config.lpes_tables = tables
     model.config.auto_map = {"AutoModelForCausalLM": "lpes_modeling.LpesForCausalLM"}
     try:
@@ -107,8 +114,9 @@ def _write(model, handle, path: Path, name: str, tokenizer, evidence, folded) ->
     finally:
         del model.config.lpes_tables, model.config.auto_map
     architecture = type(model).__name__
-    code = MODELING.read_text().replace('ARCHITECTURE = "LlamaForCausalLM"', f'ARCHITECTURE = "{architecture}"')
-    (path / "lpes_modeling.py").write_text(code)
+    code = (EXPORTED / "lpes_modeling.py").read_text()
+    (path / "lpes_modeling.py").write_text(code.replace('ARCHITECTURE = "LlamaForCausalLM"', f'ARCHITECTURE = "{architecture}"'))
+    (path / "lpes_tables.py").write_text((EXPORTED / "lpes_tables.py").read_text())
     plot_factors({"factor": list(handle.factors)}, path / "factors.png")
     window = tables["window"] if tables["length_dependent"] else None
     (path / "README.md").write_text(model_card(name, architecture, handle, evidence or {}, folded, window))
@@ -171,7 +179,7 @@ def model_card(name: str, architecture: str, handle, evidence: dict, folded: dic
               "from transformers import AutoModelForCausalLM, AutoTokenizer",
               f'model = AutoModelForCausalLM.from_pretrained("{name}", trust_remote_code=True)',
               f'tokenizer = AutoTokenizer.from_pretrained("{name}")', "```", "",
-              "vLLM, with the lpes plugin installed (`pip install plugins/lpes-vllm`; it reads the `lpes` block of "
+              "vLLM, with the lpes plugin installed (`pip install plugins/lpes-vllm`; it serves the per-layer tables of "
               "config.json):", "", "```python", "from vllm import LLM",
               f'llm = LLM(model="{name}")', "```", "",
               "lpes_framework: `load_patched(folder)` re-applies the `lpes` block with the project's own patch.", ""]

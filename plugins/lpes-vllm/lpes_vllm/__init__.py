@@ -1,15 +1,17 @@
-"""lpes factors in vLLM: each decoder layer gets its own rotary table, computed by lpes_framework's schemes.
+"""lpes factors in vLLM: each decoder layer gets its own rotary table, read from an exported folder.
 
-``save_patched`` writes the factors into the model's config.json (its ``lpes`` block). vLLM calls
-``register`` in every process it starts (the ``vllm.general_plugins`` entry point); it wraps the model
-loader so that, once the model is built and before any weight loads, a model whose config holds an ``lpes``
-block has each attention layer's shared rotary embedding replaced by a copy whose cos/sin cache comes from
-that layer's factor. Keys are rotated before they enter the paged KV cache, so prefix caching and continuous
-batching work unchanged, and the forward does exactly the work it did (one table lookup per layer).
+``lpes export`` writes each layer's RoPE frequencies into the model's config.json (``lpes_tables``, bound to
+its ``lpes`` block). vLLM calls ``register`` in every process it starts (the ``vllm.general_plugins`` entry
+point); it wraps the model loader so that, once the model is built and before any weight loads, a model whose
+config holds such tables has each attention layer's shared rotary embedding replaced by a copy whose cos/sin
+cache comes from that layer's table. Keys are rotated before they enter the paged KV cache, so prefix caching
+and continuous batching work unchanged, and the forward does exactly the work it did (one table lookup per
+layer). The plugin is plain torch: it imports nothing of lpes_framework.
 
-A model without an ``lpes`` block is served untouched. Anything the plugin cannot serve (a scheme that
-brings its own attention patch, a length-dependent scheme asked to serve beyond the trained window, a
-model whose layers it cannot match) stops the engine at start with one ``LpesError`` line.
+A model without tables is served untouched. Anything the plugin cannot serve (an ``lpes`` block without
+tables, tables edited apart from their block, a length-dependent schedule asked to serve beyond the length its
+tables hold for, a model whose layers it cannot match) stops the engine at start with one ``ServingError``
+line.
 """
 
 from __future__ import annotations

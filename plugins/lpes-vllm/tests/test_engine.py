@@ -1,10 +1,15 @@
-"""The plugin inside a running vLLM engine, on the embedded SmolLM2 (folders written by ``save_patched``): an
-all-ones schedule is the stock engine (the same tokens; log-probs within the engine's own float noise), the factors change what it generates and agree with
-transformers + lpes, and neither prefix caching nor batching changes a patched output."""
+"""The plugin inside a running vLLM engine, on the embedded SmolLM2 (exported folders): an all-ones schedule is
+the stock engine (the same tokens; log-probs within the engine's own float noise), the factors change what it
+generates and agree with transformers + lpes, and neither prefix caching nor batching changes a patched output.
+Then Llama, Qwen2, Mistral, Phi3 and Gemma3 (local and global layers) as tiny random exports, served where
+lpes_framework cannot be imported, against transformers + lpes on the same prompt."""
+
+import os
 
 import pytest
 
-from lpes_vllm.parity import ENGINE, agreement, folders, prompts, ramp_file, transformers_outputs, vllm_outputs
+from vllm_parity import (ENGINE, agreement, architecture_folders, folders, prompts, ramp_file, transformers_outputs,
+                         transformers_prompt_logprobs, vllm_outputs, vllm_prompt_logprobs)
 
 NEW_TOKENS = 8
 
@@ -82,3 +87,20 @@ def test_lm_eval_with_vllm_evaluates_an_exported_folder(setup, tmp_path, monkeyp
     out = simple_evaluate(model="vllm", model_args=args, tasks=["lpes_smoke"],
                           task_manager=TaskManager(include_path=str(task)))
     assert 0.0 <= out["results"]["lpes_smoke"]["acc,none"] <= 1.0
+
+
+def test_every_architecture_is_served_from_its_tables_without_lpes_framework(tmp_path):
+    exports = architecture_folders(tmp_path / "exports")
+    blocked = tmp_path / "blocked" / "lpes_framework"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('lpes_framework is not installed here')\n")
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(blocked.parent), os.environ.get("PYTHONPATH", "")])}
+    ids = [1] + [(7 * i) % 500 + 3 for i in range(300)]  # past Gemma3's 64-token sliding window
+    served = vllm_prompt_logprobs(list(exports.values()), ids, env)
+    for arch, folder in exports.items():
+        vllm = served[str(folder)]
+        patched = max(abs(a - b) for a, b in zip(vllm, transformers_prompt_logprobs(folder, ids, patched=True)))
+        stock = max(abs(a - b) for a, b in zip(vllm, transformers_prompt_logprobs(folder, ids, patched=False)))
+        # vLLM serves the schedule (within float32 kernel noise of transformers + lpes), not the stock tables
+        assert patched < 1e-3 and stock > 10 * patched, (arch, patched, stock)
+

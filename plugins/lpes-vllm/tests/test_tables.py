@@ -1,26 +1,44 @@
 """The plugin's tables without an engine: vLLM's own rotary embedding (``get_rope``) in a model-shaped tree,
-patched by ``install``, against the cos/sin the transformers patch computes for the same factors."""
+given an exported config's tables by ``install``, against the cos/sin the transformers patch computes for the
+same factors; what it cannot serve, refused in one line; nothing of lpes_framework imported."""
 
 import json
+import subprocess
+import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
-from transformers import LlamaConfig
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from lpes_framework.errors import LpesError
 from lpes_framework.model.factors_file import factors_record
 from lpes_framework.model.info import model_info
-from lpes_framework.position import build_scheme, layer_specs, rotary_tables
+from lpes_framework.position import apply_layer_scaling, build_scheme, layer_specs, rope_layout, rotary_tables
 from lpes_framework.position.bands import resolve_bands
-from lpes_vllm.tables import cos_sin_cache, hf_rotary, install
+from lpes_framework.report.export import export_tables
+from lpes_vllm.tables import ServingError, cos_sin_cache, install, install_from_config
 
 LAYERS, WINDOW = 4, 256
 
 
-def config(**extra) -> LlamaConfig:
+def config() -> LlamaConfig:
     cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=WINDOW, vocab_size=100, **extra)
+                      num_key_value_heads=2, max_position_embeddings=WINDOW, vocab_size=100)
     cfg.architectures = ["LlamaForCausalLM"]
+    return cfg
+
+
+def exported(factors, scheme=None) -> LlamaConfig:
+    """A config as ``lpes export`` writes it for a tiny Llama under ``factors``: its lpes block and tables."""
+    cfg = config()
+    scheme = resolve_bands(scheme or {"name": "ntk"}, model_info(cfg, "tiny", architecture="LlamaForCausalLM"))
+    model = LlamaForCausalLM(cfg).eval()
+    with apply_layer_scaling(model, factors, build_scheme(scheme)) as handle:
+        tables = export_tables(model, handle)
+        block = factors_record(model=model_info(cfg, "tiny").as_dict(), scheme=handle.scheme.config,
+                               factors=handle.factors)
+    cfg.lpes, cfg.lpes_tables = json.loads(json.dumps(block)), json.loads(json.dumps(tables))
     return cfg
 
 
@@ -42,16 +60,10 @@ def vllm_model(cfg, layers=range(LAYERS)) -> torch.nn.Module:
     return root
 
 
-def block(cfg, factors, scheme=None, **model) -> dict:
-    info = model_info(cfg, "tiny", architecture="LlamaForCausalLM").as_dict() | model
-    return json.loads(json.dumps(factors_record(model=info, scheme=scheme or {"name": "ntk"}, factors=factors)))
-
-
 def test_the_tables_of_factor_one_are_vllms_own():
     cfg = config()
     stock = vllm_model(cfg).model.layers[0].self_attn.rotary_emb.cos_sin_cache
-    spec = layer_specs(hf_rotary(cfg), cfg, LAYERS, "LlamaForCausalLM")[0]
-    assert torch.equal(cos_sin_cache(spec.inv_freq, spec.attention_scaling, WINDOW), stock)
+    assert torch.equal(cos_sin_cache(LlamaRotaryEmbedding(config=cfg).inv_freq, 1.0, WINDOW), stock)
 
 
 @pytest.mark.parametrize("scheme,factors", [
@@ -65,18 +77,18 @@ def test_the_tables_of_factor_one_are_vllms_own():
                                                  [1.6 - 0.05 * i for i in range(8)], [0.9, 1.2] * 4]),
 ])
 def test_each_layer_gets_the_table_the_transformers_patch_computes(scheme, factors):
-    cfg = config()
-    scheme = resolve_bands(scheme, model_info(cfg, "tiny", architecture="LlamaForCausalLM"))
+    cfg = exported(factors, scheme)
     model = vllm_model(cfg)
     stock = model.model.layers[0].self_attn.rotary_emb
-    own = install(model, block(cfg, factors, scheme), cfg, 64)
+    own = install(model, cfg, LAYERS, 64)
     ropes = [layer.self_attn.rotary_emb for layer in model.model.layers]
     identity = [bool((torch.tensor(f) == 1.0).all()) for f in factors]
     assert own == identity.count(False)
     assert all((r is stock) == same for r, same in zip(ropes, identity))  # identity layers keep vLLM's table
-    built = build_scheme(scheme)
+    built = build_scheme(cfg.lpes["scheme"])
     positions = torch.arange(WINDOW)[None]
-    for rope, spec, factor in zip(ropes, layer_specs(hf_rotary(cfg), cfg, LAYERS, "LlamaForCausalLM"), factors):
+    _, _, specs = rope_layout(LlamaForCausalLM(config()))
+    for rope, spec, factor in zip(ropes, specs, factors):
         inv_freq, scaling = built(spec, factor, 64)  # what the transformers patch uses on a 64-token input
         cos, sin = rotary_tables(positions, inv_freq, scaling, torch.float32)  # transformers' layout: halves twice
         half = inv_freq.numel()
@@ -85,34 +97,38 @@ def test_each_layer_gets_the_table_the_transformers_patch_computes(scheme, facto
 
 
 def test_what_cannot_be_served_is_refused_in_one_line():
-    cfg = config()
-    with pytest.raises(LpesError, match="head_dim=32, this model has 16"):
-        install(vllm_model(cfg), block(cfg, [1.5] * LAYERS, head_dim=32), cfg, WINDOW)
-    with pytest.raises(LpesError, match="rotary embeddings in layers \\[0, 1\\], not in each of its 4"):
-        install(vllm_model(cfg, layers=range(2)), block(cfg, [1.5] * LAYERS), cfg, WINDOW)
+    cfg = exported([1.5] * LAYERS)
+    with pytest.raises(ServingError, match="rotary embeddings in layers \\[0, 1\\], not in each of its 4"):
+        install(vllm_model(cfg, layers=range(2)), cfg, LAYERS, WINDOW)
     # dynamic NTK grows its base once its rule passes the factor (past the window), which a fixed table cannot follow
-    with pytest.raises(LpesError, match="serve with max_model_len <= 341"):  # 1.5 L / 256 - 0.5 > 1.5 from 342
-        install(vllm_model(cfg), block(cfg, [1.5] * LAYERS), cfg, 2 * WINDOW)
-    install(vllm_model(cfg), block(cfg, [1.5] * LAYERS, {"name": "pi"}), cfg, 2 * WINDOW)  # PI is fixed: served
+    with pytest.raises(ServingError, match="serve with max_model_len <= 341"):  # 1.5 L / 256 - 0.5 > 1.5 from 342
+        install(vllm_model(cfg), cfg, LAYERS, 2 * WINDOW)
+    pi = exported([1.5] * LAYERS, {"name": "pi"})
+    install(vllm_model(pi), pi, LAYERS, 2 * WINDOW)  # PI is fixed: served
     # below 1, NTK's dynamic term rises above the factor inside the window: 0.7 * L / 256 + 0.3 > 0.7 from 147 on
-    with pytest.raises(LpesError, match="layer 0's frequencies with the length from 147 tokens on"):
-        install(vllm_model(cfg), block(cfg, [0.7] * LAYERS), cfg, WINDOW)
-    with pytest.raises(LpesError, match="'factors' must be"):
-        install(vllm_model(cfg), block(cfg, [1.5] * LAYERS) | {"factors": "x"}, cfg, WINDOW)
+    low = exported([0.7] * LAYERS)
+    with pytest.raises(ServingError, match="change with the length from 147 tokens on"):
+        install(vllm_model(low), low, LAYERS, WINDOW)
+    edited = exported([1.5] * LAYERS)
+    edited.lpes_tables["scaling"][1] = 2.0  # the tables no longer those of the block: two schedules in one folder
+    with pytest.raises(ServingError, match="not those of its lpes block"):
+        install(vllm_model(edited), edited, LAYERS, 64)
+    edited.lpes["factors"][1] = "x"
+    with pytest.raises(ServingError, match="not those of its lpes block"):
+        install(vllm_model(edited), edited, LAYERS, 64)
+    unexported = exported([1.5] * LAYERS)
+    del unexported.lpes_tables  # what save_patched writes: the block alone
+    with pytest.raises(ServingError, match="serve the folder `lpes export` makes"):
+        install_from_config(vllm_model(unexported), SimpleNamespace(hf_config=unexported, hf_text_config=unexported,
+                                                                    max_model_len=64))
+    stock = config()
+    assert install_from_config(vllm_model(stock), SimpleNamespace(hf_config=stock, hf_text_config=stock,
+                                                                  max_model_len=64)) == 0
 
 
-def test_a_scheme_with_its_own_attention_patch_is_refused(monkeypatch):
-    from lpes_framework.registry import SCHEMES
-
-    class OwnPatch:
-        def __init__(self):
-            pass
-
-        def install(self, model, factors):
-            raise AssertionError("never installed")
-
-    monkeypatch.setattr(SCHEMES, "_entries", dict(SCHEMES._entries))  # registered for this test only
-    SCHEMES.register("ownpatch")(OwnPatch)
-    cfg = config()
-    with pytest.raises(LpesError, match="brings its own attention patch"):
-        install(vllm_model(cfg), block(cfg, [1.5] * LAYERS, {"name": "ownpatch"}), cfg, WINDOW)
+def test_the_plugin_imports_nothing_of_lpes_framework():
+    code = ("import sys; sys.modules['lpes_framework'] = None\n"  # any import of it fails
+            "import lpes_vllm, lpes_vllm.tables\n"
+            "print(sorted(m for m in sys.modules if m.startswith('lpes_framework')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "['lpes_framework']"

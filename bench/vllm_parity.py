@@ -1,4 +1,4 @@
-"""What the plugin's tests and ``bench/serving.py`` compare: model folders made with ``save_patched``, the
+"""What the vLLM plugin's tests and ``bench/serving.py`` compare: exported model folders (``lpes export``), the
 project's key-value haystacks as token ids, greedy generations with the log-prob of each generated token
 from vLLM and from transformers + lpes, and how far two engines' outputs agree."""
 
@@ -12,14 +12,14 @@ ENGINE = {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0
 
 
 def folders(model: str, factors: str, out: Path) -> dict[str, Path]:
-    """The patched (a self-contained export: vLLM reads its ``lpes`` block, transformers its modeling file),
-    all-ones and stock folders of ``model`` (made once, then reused)."""
+    """The patched and all-ones exports (vLLM serves their tables, transformers their modeling file) and the stock
+    folder of ``model`` (made once, then reused)."""
     names = {"patched": out / "patched", "ones": out / "ones", "stock": out / "stock"}
-    if all((p / "config.json").is_file() for p in names.values()) and (names["patched"] / "lpes_modeling.py").is_file():
+    if all((p / "config.json").is_file() for p in names.values()) and (names["ones"] / "lpes_tables.py").is_file():
         return names
     import torch
 
-    from lpes_framework import apply_layer_scaling, build_scheme, save_patched
+    from lpes_framework import apply_layer_scaling, build_scheme
     from lpes_framework.config import compose_config
     from lpes_framework.model.factors_file import load_checked
     from lpes_framework.model.load import identify, load_model, load_tokenizer
@@ -36,7 +36,7 @@ def folders(model: str, factors: str, out: Path) -> dict[str, Path]:
             save_self_contained(hf, handle, names["patched"], tokenizer, evidence=record.get("metrics"))
         ones = [[1.0] * len(f) if isinstance(f, list) else 1.0 for f in record["factors"]]
         with apply_layer_scaling(hf, ones, scheme) as handle:
-            save_patched(hf, handle, names["ones"], tokenizer)
+            save_self_contained(hf, handle, names["ones"], tokenizer)
     save_dequantised(hf, names["stock"])
     tokenizer.save_pretrained(names["stock"])
     return names
@@ -143,3 +143,94 @@ def ramp_file(model: str, out: Path) -> Path:
     return path
 
 
+# tiny random models of the architectures the plugin serves, in shapes vLLM's CPU attention takes (head size 64);
+# Gemma3 alternates sliding (local theta) and full layers, Phi3 rotates half of each head
+ARCHITECTURES = {
+    "llama": {}, "qwen2": {}, "mistral": {"sliding_window": None},
+    "phi3": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}},
+    "gemma3_text": {"sliding_window": 64, "layer_types": ["sliding_attention", "full_attention"] * 2,
+                    "query_pre_attn_scalar": 64},
+}
+TINY_WINDOW = 512
+
+
+def architecture_folders(out: Path) -> dict[str, Path]:
+    """An export of each tiny random architecture under NTK factors rising from 1 to 2 over its layers."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from lpes_framework import apply_layer_scaling, build_scheme
+    from lpes_framework.report.export import save_self_contained
+
+    folders = {}
+    for arch, extra in ARCHITECTURES.items():
+        config = AutoConfig.for_model(arch, **{
+            "vocab_size": 512, "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4,
+            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "max_position_embeddings": TINY_WINDOW,
+            "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False, **extra})
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config).eval()
+        with torch.no_grad(), apply_layer_scaling(model, [1.0, 1.3, 1.6, 2.0], build_scheme({"name": "ntk"})) as handle:
+            folders[arch] = save_self_contained(model, handle, out / arch)
+    return folders
+
+
+def prompt_logprobs(ids: list[int], logits) -> list[float]:
+    """Log-prob of each prompt token after the first, from the logits of one forward over the prompt."""
+    import torch
+
+    logprobs = torch.log_softmax(logits[0, :-1].float(), -1)
+    return logprobs.gather(-1, torch.tensor(ids[1:])[:, None])[:, 0].tolist()
+
+
+def transformers_prompt_logprobs(folder: Path, ids: list[int], patched: bool) -> list[float]:
+    """The prompt's log-probs in transformers: the export's schedule applied (``load_patched``), or the same
+    weights as the stock model."""
+    import json
+
+    import torch
+    import transformers
+
+    from lpes_framework import load_patched
+
+    if patched:
+        model, handle = load_patched(folder, dtype=torch.float32)
+    else:
+        arch = json.loads((folder / "config.json").read_text())["architectures"][0]
+        model, handle = getattr(transformers, arch).from_pretrained(folder, dtype=torch.float32).eval(), None
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits
+    if handle is not None:
+        handle.remove()
+    return prompt_logprobs(ids, logits)
+
+
+VLLM_PROMPT_LOGPROBS = """
+import json, sys
+from vllm import LLM, SamplingParams, TokensPrompt
+folders, ids = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+served = {}
+for folder in folders:
+    llm = LLM(model=folder, max_model_len=len(ids) + 8, skip_tokenizer_init=True, dtype="float32", enforce_eager=True,
+              gpu_memory_utilization=0.1, seed=0)
+    out = llm.generate([TokensPrompt(prompt_token_ids=ids)],
+                       SamplingParams(max_tokens=1, prompt_logprobs=0, detokenize=False), use_tqdm=False)[0]
+    served[folder] = [step[t].logprob for step, t in zip(out.prompt_logprobs[1:], ids[1:])]
+    llm.llm_engine.engine_core.shutdown()
+print("LOGPROBS " + json.dumps(served))
+"""
+
+
+def vllm_prompt_logprobs(folders: list[Path], ids: list[int], env: dict) -> dict[str, list[float]]:
+    """The prompt's log-probs served by vLLM from each folder (by its path), in one fresh interpreter with the
+    environment ``env``."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", VLLM_PROMPT_LOGPROBS, json.dumps([str(f) for f in folders]),
+                           json.dumps(ids)], env=env, capture_output=True, text=True, timeout=1200)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("LOGPROBS ")]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"vLLM failed: {proc.stderr[-3000:]}")
+    return json.loads(lines[-1].removeprefix("LOGPROBS "))

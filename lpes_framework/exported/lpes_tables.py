@@ -1,0 +1,66 @@
+"""Per-layer RoPE tables as an export writes them into config.json (``lpes_tables``), read without lpes_framework.
+
+An exported folder's config.json holds the schedule (its ``lpes`` block: scheme and factors) and, per decoder
+layer, the frequencies the scheme gave that layer (``inv_freq``: one per rotary pair, or null where they are the
+model's own) with its cos/sin ``scaling``; ``window`` is the longest input all tables hold for and
+``length_dependent`` whether the scheme moves them with the length at all. ``digest`` binds the tables to the
+block, so a folder edited in one and not the other is refused by every reader (the exported modeling file,
+``load_patched``, the vLLM plugin) instead of serving two schedules. Standard library and torch only: this file
+is copied into every export and shipped in the vLLM plugin as it is.
+"""
+
+import hashlib
+import json
+import math
+
+import torch
+
+
+def tables_digest(scheme: dict, factors: list, tables: dict) -> str:
+    """What binds the tables to the ``lpes`` block they were computed from (its scheme and factors)."""
+    bound = {"scheme": scheme, "factors": factors, "inv_freq": tables["inv_freq"], "scaling": tables["scaling"],
+             "window": tables["window"], "length_dependent": tables["length_dependent"]}
+    return hashlib.sha256(json.dumps(bound, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def is_bound(tables, block) -> bool:
+    """Whether ``tables`` are the ones ``block`` (an ``lpes`` block) was exported with."""
+    try:
+        return isinstance(tables, dict) and isinstance(block, dict) and \
+            tables.get("digest") == tables_digest(block["scheme"], block["factors"], tables)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def check_tables(config, n_layers: int, rotary_pairs: int) -> dict:
+    """The exported tables of ``config``, refused (ValueError, one line) unless bound to its ``lpes`` block, one
+    per layer, and each ``rotary_pairs`` positive finite frequencies with a positive finite scaling."""
+    tables = getattr(config, "lpes_tables", None)
+    if not is_bound(tables, getattr(config, "lpes", None)):
+        raise ValueError("config.json's lpes_tables are not those of its lpes block (the folder was edited): "
+                         "export it again")
+    if len(tables["inv_freq"]) != n_layers or len(tables["scaling"]) != n_layers:
+        raise ValueError(f"config.json's lpes_tables hold {len(tables['inv_freq'])} layers; the model has {n_layers}")
+    for index, (inv_freq, scaling) in enumerate(zip(tables["inv_freq"], tables["scaling"])):
+        good = isinstance(scaling, (int, float)) and math.isfinite(scaling) and scaling > 0 and (
+            inv_freq is None or (len(inv_freq) == rotary_pairs and all(math.isfinite(v) and v > 0 for v in inv_freq)))
+        if not good:
+            raise ValueError(f"config.json's lpes_tables: layer {index}'s table is not {rotary_pairs} positive "
+                             "finite frequencies with a positive finite scaling")
+    window = tables["window"]
+    if not (isinstance(window, int) and window > 0 and isinstance(tables["length_dependent"], bool)):
+        raise ValueError("config.json's lpes_tables: window must be a positive whole number of tokens and "
+                         "length_dependent true or false")
+    return tables
+
+
+def cos_sin(angles: torch.Tensor, scaling, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin exactly as transformers' rotary modules compute them from the rotary angles (position x frequency,
+    float32, one per rotary pair): the angles repeated for both halves of the head, times the cos/sin scaling (a
+    number, or a tensor that broadcasts), cast to ``dtype``. Every table the framework, an export and vLLM use
+    comes from here."""
+    emb = torch.cat((angles, angles), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    if not (isinstance(scaling, (int, float)) and scaling == 1.0):  # multiplying by 1 is exact: skip the passes
+        cos, sin = cos * scaling, sin * scaling
+    return cos.to(dtype), sin.to(dtype)

@@ -1,0 +1,1 @@
+../../../lpes_framework/exported/lpes_tables.py
