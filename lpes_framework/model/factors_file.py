@@ -34,7 +34,7 @@ from ..errors import LpesError
 from ..io import jsonio
 from ..io.records import Finite, Metrics, ModelBlock, NamedBlock, Schedule, Record, one_line
 from ..io.spec import RunSpec
-from ..position import SCHEMES, brings_own_patch, build_scheme, check_scheme_for, layer_width, validate_factors
+from ..position import brings_own_patch, build_scheme, check_scheme_for, layer_width, validate_factors
 from ..position.bands import check_width, factors_json
 from .info import ModelInfo
 from .presets import preset_names, resolve_factors
@@ -49,11 +49,6 @@ def factors_record(*, model: dict, scheme: dict, factors, curve: dict | None = N
               "curve": curve, "genome": None if genome is None else [float(g) for g in genome],
               "factors": factors_json(factors), "metrics": metrics or {}}
     return record | ({"task": dict(task)} if task else {})
-
-
-def own_patch(name: str) -> bool:
-    """Whether ``name`` is a plugin scheme with its own patch (which decides its factors' width itself)."""
-    return name in SCHEMES.names() and brings_own_patch(name)
 
 
 class FactorsFile(Record):
@@ -96,7 +91,7 @@ def validate_record(record: Any, source: str) -> dict:
         values = validate_factors(record["factors"], len(record["factors"]))  # each factor in range
     except LpesError as exc:
         raise LpesError(f"{source}: {exc}") from None
-    if isinstance(values[0], tuple) and not own_patch(record["scheme"]["name"]):
+    if isinstance(values[0], tuple) and not brings_own_patch(record["scheme"]["name"]):  # its own width
         check_width(len(values[0]), bands, source)  # a scheme with its own patch checks it on the model
     jsonio.refuse_interpolations(record, source)  # its run record and task block become configs (lpes retest)
     if record.get("run") is not None:

@@ -124,9 +124,12 @@ class BoundScheme(Scheme):
 
 def brings_own_patch(name: str) -> bool:
     """Whether the registered scheme ``name`` is a ``Scheme`` class (its own patch, its own factors' width)
-    rather than a function of one table per layer."""
-    entry = SCHEMES.get(name)
-    return isinstance(entry, type)
+    rather than a function of one table per layer. A name the registry cannot give is neither: building it
+    says why."""
+    try:
+        return isinstance(SCHEMES.get(name), type)  # a registered name is a dict lookup, no plugin scan
+    except LpesError:
+        return False
 
 
 def build_scheme(cfg):

@@ -31,7 +31,6 @@ _RUNTIME_ROPE_TYPES = {"dynamic", "longrope"}
 _BATCHED_POSITIONS = 64
 
 
-
 class TableScheme(Protocol):
     """What the per-layer patch asks of a scheme: one table per layer (``contract.BoundScheme`` is one)."""
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from lpes_framework.errors import LpesError
-from lpes_framework.model.factors_file import factors_record, load_factors, own_patch
+from lpes_framework.model.factors_file import factors_record, load_factors
+from lpes_framework.position import brings_own_patch
 from lpes_framework.io.atomic import write_json_atomic
 
 from .scheme import HeadScale
@@ -24,7 +25,7 @@ from .scheme import HeadScale
 def stacked_start(path: str, per: str = "head") -> dict:
     """The factors record of ``path``'s RoPE factors followed by head scales of 1 in every layer."""
     record = load_factors(path)
-    if own_patch(record["scheme"]["name"]):
+    if brings_own_patch(record["scheme"]["name"]):
         raise LpesError(f"{path}: its scheme {record['scheme']['name']} brings its own patch; a stacked start needs "
                         "RoPE layer factors (rope, pi, ntk, yarn)")
     model = record["model"]
