@@ -465,6 +465,26 @@ def test_an_edited_export_is_refused_by_every_reader(tmp_path, edit, words):
         AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
 
 
+@pytest.mark.parametrize("inv_freq,window,words", [
+    ([["x"] * 8] * 4, 512, "layer 0's table is not 8 positive finite"),
+    (3.0, 512, "hold no list of layers; the model has 4"),
+    ([None, [1.0] * 7 + ["x"], None, None], 512, "layer 1's table is not 8 positive finite"),
+    ([True] * 4, 512, "layer 0's table is not 8 positive finite"),
+    ([None] * 4, True, "window must be a positive whole number"),
+])
+def test_tables_crafted_with_their_digest_recomputed_are_one_line(inv_freq, window, words):
+    # the digest binds the tables to the block; anyone can recompute it, so each field is checked too
+    from types import SimpleNamespace
+
+    from lpes_framework.exported.lpes_tables import check_tables, tables_digest
+
+    block = {"scheme": {"name": "pi"}, "factors": [1.5] * 4}
+    tables = {"inv_freq": inv_freq, "scaling": [1.0] * 4, "window": window, "length_dependent": False}
+    tables["digest"] = tables_digest(block["scheme"], block["factors"], tables)
+    with pytest.raises(ValueError, match=words):
+        check_tables(SimpleNamespace(lpes=block, lpes_tables=tables), 4, 8)
+
+
 def test_load_patched_takes_its_own_export_with_trust_remote_code(tmp_path):
     from lpes_framework.report.export import save_self_contained
 

@@ -32,23 +32,32 @@ def is_bound(tables, block) -> bool:
         return False
 
 
+def _positive(value) -> bool:
+    # errors.is_number's test, restated: this file runs where lpes_framework is not installed
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
 def check_tables(config, n_layers: int, rotary_pairs: int) -> dict:
     """The exported tables of ``config``, refused (ValueError, one line) unless bound to its ``lpes`` block, one
-    per layer, and each ``rotary_pairs`` positive finite frequencies with a positive finite scaling."""
+    per layer, and each ``rotary_pairs`` positive finite frequencies with a positive finite scaling. The digest
+    says the two blocks agree, not that either is sound (anyone can recompute it): every field is checked."""
     tables = getattr(config, "lpes_tables", None)
     if not is_bound(tables, getattr(config, "lpes", None)):
         raise ValueError("config.json's lpes_tables are not those of its lpes block (the folder was edited): "
                          "export it again")
-    if len(tables["inv_freq"]) != n_layers or len(tables["scaling"]) != n_layers:
-        raise ValueError(f"config.json's lpes_tables hold {len(tables['inv_freq'])} layers; the model has {n_layers}")
-    for index, (inv_freq, scaling) in enumerate(zip(tables["inv_freq"], tables["scaling"])):
-        good = isinstance(scaling, (int, float)) and math.isfinite(scaling) and scaling > 0 and (
-            inv_freq is None or (len(inv_freq) == rotary_pairs and all(math.isfinite(v) and v > 0 for v in inv_freq)))
+    inv, scales = tables["inv_freq"], tables["scaling"]
+    if not (isinstance(inv, list) and isinstance(scales, list)) or len(inv) != n_layers or len(scales) != n_layers:
+        held = len(inv) if isinstance(inv, list) else "no list of"
+        raise ValueError(f"config.json's lpes_tables hold {held} layers; the model has {n_layers} (a table and a "
+                         "scaling each)")
+    for index, (inv_freq, scaling) in enumerate(zip(inv, scales)):
+        good = _positive(scaling) and (inv_freq is None or (
+            isinstance(inv_freq, list) and len(inv_freq) == rotary_pairs and all(map(_positive, inv_freq))))
         if not good:
             raise ValueError(f"config.json's lpes_tables: layer {index}'s table is not {rotary_pairs} positive "
                              "finite frequencies with a positive finite scaling")
     window = tables["window"]
-    if not (isinstance(window, int) and window > 0 and isinstance(tables["length_dependent"], bool)):
+    if not (_positive(window) and isinstance(window, int) and isinstance(tables["length_dependent"], bool)):
         raise ValueError("config.json's lpes_tables: window must be a positive whole number of tokens and "
                          "length_dependent true or false")
     return tables
