@@ -63,8 +63,8 @@ def evaluate(files: list[str], length: int, windows: int, passkeys: int, threads
              out: Path | None) -> tuple[dict, dict, dict]:
     """(evaluate payload, each factors file's method name, each method's perplexity rows): every method on
     ``windows`` perplexity windows and ``passkeys`` passkey haystacks of ``length`` tokens."""
-    from lpes_framework.compare.methods import file_method_names
-    from lpes_framework.compare.run import run_evaluate
+    from lpes_framework.evaluate.methods import file_method_names
+    from lpes_framework.evaluate.run import run_evaluate
     from lpes_framework.config import compose_config
     from lpes_framework.errors import LpesError
 
@@ -101,8 +101,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.length <= 8192:
         raise SystemExit(f"error: --length must exceed the trained window of 8192 tokens, got {args.length}")
-    from lpes_framework.evaluation.buckets import bucket_logprobs, bucket_perplexity, bucket_ratio
-    from lpes_framework.evaluation.stats import resample_draws
+    from lpes_framework.judging.buckets import bucket_logprobs, bucket_perplexity, bucket_ratio
+    from lpes_framework.judging.stats import resample_draws
 
     out = args.out or Path("outputs/extrapolation") / str(args.length)  # the committed runs: RUN/<length>
     made = controls(args.factors, out) if args.control else []

@@ -493,7 +493,7 @@ def received(tmp: Path, judge: Judge, reference: Path, block: dict) -> None:
 def damaged_cache(tmp: Path, judge: Judge) -> None:
     """A converted model cut short (as by a full disk) is rebuilt, with a line, and the command succeeds."""
     from lpes_framework.config import compose_config
-    from lpes_framework.model.spec import ModelSpec
+    from lpes_framework.model.settings import ModelSettings
     from lpes_framework.model.cache import converted_folder
     from lpes_framework.model.load import resolve_source
 
@@ -502,7 +502,7 @@ def damaged_cache(tmp: Path, judge: Judge) -> None:
             "methods.uniform=[]", "progress=false", "extra_tasks={}"]
     first = cli("lpes_framework.commands.evaluate", *args, f"hydra.run.dir={tmp / 'c1'}", env=env)  # converts into the cache
     os.environ["LPES_CACHE"] = env["LPES_CACHE"]
-    folder = converted_folder(*resolve_source(ModelSpec.of(compose_config("config", ["model=smollm2"]).model)), "model")
+    folder = converted_folder(*resolve_source(ModelSettings.of(compose_config("config", ["model=smollm2"]).model)), "model")
     weights = next(folder.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     again = cli("lpes_framework.commands.evaluate", *args, f"hydra.run.dir={tmp / 'c2'}", env=env)

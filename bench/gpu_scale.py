@@ -88,9 +88,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from lpes_framework.position.curves import build_curve
-    from lpes_framework.evaluation.fitness import FitnessWeights
+    from lpes_framework.judging.fitness import FitnessWeights
     from lpes_framework.position import apply_layer_scaling, build_scheme
-    from lpes_framework.evaluation.fitness import sample_coefficients
+    from lpes_framework.judging.fitness import sample_coefficients
     from lpes_framework.scoring.gradient import value_and_gradient
     from lpes_framework.scoring.teacher_forced import score_teacher_forced
 

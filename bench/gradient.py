@@ -38,9 +38,9 @@ def main() -> None:
 
     from lpes_framework.position.curves import build_curve
     from lpes_framework.execution import SampleSet
-    from lpes_framework.evaluation.fitness import FitnessWeights
+    from lpes_framework.judging.fitness import FitnessWeights
     from lpes_framework.position import build_scheme
-    from lpes_framework.evaluation.fitness import sample_coefficients
+    from lpes_framework.judging.fitness import sample_coefficients
     from lpes_framework.scoring.gradient import value_and_gradient
     from lpes_framework.tasks import TASKS
 

@@ -56,11 +56,11 @@ def peak_growth(fn) -> tuple[object, float, float]:
 
 def measure(model_name: str, length: int, checkpoint_layers: bool) -> dict:
     """One gradient job in this process: its value, gradient, peak resident growth (GB) and seconds."""
-    from lpes_framework.evaluation.fitness import FitnessWeights
+    from lpes_framework.judging.fitness import FitnessWeights
     from lpes_framework.execution import SampleSet
     from lpes_framework.position import build_scheme
     from lpes_framework.position.curves import build_curve
-    from lpes_framework.evaluation.fitness import sample_coefficients
+    from lpes_framework.judging.fitness import sample_coefficients
     from lpes_framework.scoring.gradient import value_and_gradient
     from lpes_framework.tasks import TASKS
     from lpes_framework.tasks.base import WHOLE_TEXT

@@ -22,7 +22,7 @@ def main() -> None:
     parser.prog, parser.description = "heldout_gain.py", __doc__
     args = parser.parse_args()
     from lpes_framework.commands.cli import one_line_errors
-    from lpes_framework.evaluation.positions import end_positions
+    from lpes_framework.judging.positions import end_positions
     from lpes_framework.tasks.base import WHOLE_TEXT
 
     payload, names, task = one_line_errors(retest)(args.preset, args.model, args.samples, args.split, args.threads,

@@ -40,8 +40,8 @@ def tune_of(run: Path, threads: int):
 def versus_general(tune, done: dict, score: bool) -> list[str]:
     """Per test column: the general preset's cell and the recipe minus the general preset (paired, the same
     haystacks); where the general preset's rows are not scored there yet (and ``score`` is off), a note."""
-    from lpes_framework.evaluation.results import paired
-    from lpes_framework.evaluation.stats import logprob_bootstrap
+    from lpes_framework.judging.results import paired
+    from lpes_framework.judging.stats import logprob_bootstrap
     from lpes_framework.matrix import column_rows, column_task, file_cells, labelled
     from lpes_framework.model.factors_file import load_factors
 
@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
-    from lpes_framework.evaluation.stats import Interval
+    from lpes_framework.judging.stats import Interval
     from lpes_framework.matrix import Cell
     from lpes_framework.matrix.report import summary_line
     from lpes_framework.tune.access import SplitLog

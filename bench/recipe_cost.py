@@ -64,9 +64,9 @@ def rate(sets, model, repeats: int) -> dict[str, float]:
 def new_count(column: str, precision: float, cap: int, out: Path) -> int:
     """A column's new haystack count: the one its pilot recorded, else the one ``precision`` asks for given the
     spread of its committed rows (an estimate; see the module docstring)."""
-    from lpes_framework.compare.run import scored_rows
-    from lpes_framework.evaluation.results import paired
-    from lpes_framework.evaluation.sample_size import sample_size
+    from lpes_framework.evaluate.run import scored_rows
+    from lpes_framework.judging.results import paired
+    from lpes_framework.judging.sample_size import sample_size
 
     twin = TWINS.get(column, column)
     recorded = transfer.column_haystacks(out / twin, None)
@@ -84,10 +84,10 @@ def new_count(column: str, precision: float, cap: int, out: Path) -> int:
 def equivalence(column: str, out: Path) -> bool | None:
     """Whether the two layouts agree on ``column`` (module docstring), printed with the means behind it; None
     where the queries twin has no unpatched and general-preset rows yet."""
-    from lpes_framework.compare.methods import file_method_names
-    from lpes_framework.compare.run import scored_rows
-    from lpes_framework.evaluation.results import by_position, paired
-    from lpes_framework.evaluation.stats import logprob_bootstrap
+    from lpes_framework.evaluate.methods import file_method_names
+    from lpes_framework.evaluate.run import scored_rows
+    from lpes_framework.judging.results import by_position, paired
+    from lpes_framework.judging.stats import logprob_bootstrap
 
     general = file_method_names([transfer.GENERAL_PRESET])[transfer.GENERAL_PRESET]
     deltas = {}
@@ -121,7 +121,7 @@ def mixture_step(model, tok, info, layout: str) -> float:
 
     import numpy as np
 
-    from lpes_framework.evaluation.fitness import FitnessWeights, objective_coefficients
+    from lpes_framework.judging.fitness import FitnessWeights, objective_coefficients
     from lpes_framework.position import build_scheme
     from lpes_framework.position.curves import build_curve
     from lpes_framework.scoring.gradient import value_and_gradient

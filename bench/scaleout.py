@@ -23,14 +23,14 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from lpes_framework.config import plain, task_specs
+    from lpes_framework.config import plain, task_configs
     from lpes_framework.execution import encode_splits
     from lpes_framework.execution.local import LocalExecutor
     from lpes_framework.execution.ray import RayExecutor
 
     cfg, model, tok, info = embedded(["threads=1", "progress=false"])
     torch.set_num_threads(1)
-    specs = task_specs(cfg)
+    specs = task_configs(cfg)
     n = info.n_layers
     jobs = [("search", [1.0 + 0.05 * c * (l / (n - 1)) for l in range(n)], {"name": "rope", "wavelength_low": 256})
             for c in range(args.candidates)]

@@ -3,7 +3,7 @@
 since, the general preset once it exists, Found-in-the-Middle and PosScale as tuned in runs/qwen-competitors);
 columns are held-out tasks x lengths on Qwen2.5-Coder-0.5B's test split. Per cell: the task's own metric
 (exact match, teacher-forced) and the gold log-prob per token, each as the method minus unpatched with a 95%
-paired bootstrap interval over haystacks (``evaluation.stats``). Each column is an evaluate folder under
+paired bootstrap interval over haystacks (``judging.stats``). Each column is an evaluate folder under
 ``--out``: methods already scored there are reused, so the matrix grows across runs and sessions
 (``--columns`` and ``--methods`` score a part). Every call ends on the whole matrix so far, put together from
 what the columns' rows.jsonl hold, found as a scoring would reuse them, with a blank cell where a method is not
@@ -122,9 +122,9 @@ def choose_haystacks(name: str, rows: dict[str, str | None], args, folder: Path)
     (``folder``/pilot), the count whose paired log-prob intervals reach the precision (``sample_size``), capped
     at ``--cap``; written to ``SIZE_FILE`` before any test haystack is scored, and kept from then on (a test
     column is never grown after its interval is seen)."""
-    from lpes_framework.compare.run import run_evaluate
-    from lpes_framework.evaluation.results import paired
-    from lpes_framework.evaluation.sample_size import sample_size
+    from lpes_framework.evaluate.run import run_evaluate
+    from lpes_framework.judging.results import paired
+    from lpes_framework.judging.sample_size import sample_size
     from lpes_framework.matrix import column_task
     from lpes_framework.io.atomic import write_json_atomic
 
@@ -174,8 +174,8 @@ def main() -> None:
                         "in the columns' rows.jsonl (a blank where a method lacks some; columns without one left out)")
     args = parser.parse_args()
 
-    from lpes_framework.compare.methods import file_method_names
-    from lpes_framework.compare.run import run_evaluate, scored_rows
+    from lpes_framework.evaluate.methods import file_method_names
+    from lpes_framework.evaluate.run import run_evaluate, scored_rows
     from lpes_framework.matrix import column_cells
     from lpes_framework.matrix.report import column_cost, cost_lines, heat_map, markdown, summary_line, table_lines
     from lpes_framework.model.presets import is_preset
@@ -193,7 +193,7 @@ def main() -> None:
         if unknown:
             raise SystemExit(f"error: unknown methods {sorted(unknown)}; valid: {', '.join(rows)}")
     if args.precision is not None:
-        from lpes_framework.evaluation.sample_size import check_request
+        from lpes_framework.judging.sample_size import check_request
 
         check_request(args.precision, cap=args.cap, pilot=args.pilot)  # before any column is scored
     if not args.report:

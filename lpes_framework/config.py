@@ -70,7 +70,7 @@ def number(value, setting: str) -> float:
         raise LpesError(f"{setting}: {value!r} is not a number") from None
 
 
-def task_specs(cfg) -> dict[str, dict]:
+def task_configs(cfg) -> dict[str, dict]:
     """Configs of the primary ``task`` plus ``extra_tasks``, keyed by name (extra tasks keep their dict
     key), each with the run's seed unless it sets its own."""
     primary, extra = plain(cfg.task), {k: plain(v) for k, v in (cfg.get("extra_tasks") or {}).items()}
@@ -78,20 +78,20 @@ def task_specs(cfg) -> dict[str, dict]:
         raise LpesError(f"extra_tasks.{primary['name']}: an extra task may not take the primary task's name "
                         f"({primary['name']}); give it another key")
     seed = int(cfg.get("seed", 0))
-    specs = {key: {"seed": seed} | spec for key, spec in {primary["name"]: primary, **extra}.items()}
+    configs = {key: {"seed": seed} | conf for key, conf in {primary["name"]: primary, **extra}.items()}
     seen: dict[str, str] = {}
-    for key, spec in specs.items():
-        same = seen.setdefault(repr(sorted((k, repr(v)) for k, v in spec.items() if k != "weight")), key)
+    for key, conf in configs.items():
+        same = seen.setdefault(repr(sorted((k, repr(v)) for k, v in conf.items() if k != "weight")), key)
         if same != key:  # two copies of one task weigh it twice (or, with opposite weights, cancel)
             raise LpesError(f"tasks {same} and {key} are the same task with the same settings; keep one "
                             "(its weight says how much it counts)")
-    return specs
+    return configs
 
 
 def build_tasks(cfg) -> dict:
     from .registry import TASKS
 
-    return {key: TASKS.build(spec) for key, spec in task_specs(cfg).items()}
+    return {key: TASKS.build(conf) for key, conf in task_configs(cfg).items()}
 
 
 def scoring_regime(cfg, tasks: dict, split: str) -> dict:

@@ -116,7 +116,7 @@ def ga_run(tmp_path_factory):
 def evaluate_run(tmp_path_factory):
     """The folder of one tiny evaluate (unpatched and a uniform scaling), run in-process, shared by the tests
     that read a finished evaluate folder (or damage a copy)."""
-    from lpes_framework.compare.run import run_evaluate
+    from lpes_framework.evaluate.run import run_evaluate
     from lpes_framework.config import compose_config
 
     out = tmp_path_factory.mktemp("evaluate")

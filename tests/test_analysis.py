@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from lpes_framework.compare.rows import folder_rows, logged_rows
-from lpes_framework.evaluation.versus import noise_floor, versus
-from lpes_framework.evaluation.results import paired, rows_to_json
-from lpes_framework.evaluation.stats import logprob_bootstrap
+from lpes_framework.evaluate.rows import folder_rows, logged_rows
+from lpes_framework.judging.versus import noise_floor, versus
+from lpes_framework.judging.results import paired, rows_to_json
+from lpes_framework.judging.stats import logprob_bootstrap
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluation.fitness import FitnessWeights
+from lpes_framework.judging.fitness import FitnessWeights
 from lpes_framework.io.jsonio import dumps
 from lpes_framework.registry import TASKS
 from lpes_framework.scoring.base import ScoreRow
@@ -98,7 +98,7 @@ def windows(token_logprobs):
 
 
 def test_bucket_sums_put_token_k_at_position_k_plus_1():
-    from lpes_framework.evaluation.buckets import bucket_logprobs
+    from lpes_framework.judging.buckets import bucket_logprobs
 
     sums = bucket_logprobs(windows([[-1, -2, -3, -4, -5, -6]]), [0, 3, 7, 100])
     assert sums[0].tolist() == [[-3, -18, 0]]  # positions 1-2, 3-6, none
@@ -109,7 +109,7 @@ def test_bucket_sums_put_token_k_at_position_k_plus_1():
 
 
 def test_bucket_table_gives_perplexity_and_paired_ratios_per_bucket():
-    from lpes_framework.evaluation.buckets import bucket_table
+    from lpes_framework.judging.buckets import bucket_table
 
     base = [[-1.0, -1.0, -2.0, -2.0], [-1.0, -1.0, -3.0, -1.0]]
     better = [[lp if k < 2 else lp + 0.5 for k, lp in enumerate(w)] for w in base]  # beyond position 2 only

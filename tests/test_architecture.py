@@ -141,8 +141,8 @@ def test_the_package_has_no_import_cycle():
 # The pipeline's stages, lowest first: a module imports from its own stage and the ones before it only.
 # Top-level modules are the core every stage may use; the package's __init__ (the public API) and
 # __main__ sit above the commands.
-STAGES = ("core", "io", "position", "model", "tasks", "scoring", "evaluation", "execution", "optim", "report",
-          "search", "compare", "matrix", "tune", "commands", "entry")
+STAGES = ("core", "io", "position", "model", "tasks", "scoring", "judging", "execution", "optim", "report",
+          "search", "evaluate", "matrix", "tune", "commands", "entry")
 CORE = {"errors", "registry", "config", "hf", "conf", "exported"}  # exported: copied into exports, imports none of the package
 
 

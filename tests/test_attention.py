@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import TINY_SEARCH, run_cli, tiny_model
-from lpes_framework.compare.attention import analyse, attention_mass, gold_span, mass_by_position
+from lpes_framework.evaluate.attention import analyse, attention_mass, gold_span, mass_by_position
 from lpes_framework.errors import LpesError
 from lpes_framework.tasks import TASKS
 from lpes_framework.tasks.base import Encoded, Sample

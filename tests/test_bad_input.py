@@ -106,7 +106,7 @@ def last_error_line(proc) -> str:
 ])
 def test_bad_input_is_refused_before_the_model_loads(command, overrides, message, tmp_path, monkeypatch):
     from lpes_framework.model import load
-    from lpes_framework.compare.run import run_evaluate
+    from lpes_framework.evaluate.run import run_evaluate
     from lpes_framework.search import run_search
 
     def no_weights(*_, **__):

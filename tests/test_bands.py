@@ -14,14 +14,14 @@ from conftest import TINY_TASK, model_block, read_jsonl, run_cli, same_logits, t
 from lpes_framework.errors import LpesError
 from lpes_framework.model.factors_file import factors_record, load_factors
 from lpes_framework.io.atomic import write_json_atomic
-from lpes_framework.position import RopeSpec, TracedScaling, apply_layer_scaling, build_scheme, is_identity
+from lpes_framework.position import RopeParams, TracedScaling, apply_layer_scaling, build_scheme, is_identity
 from lpes_framework.position.bands import band_index, check_bands, factors_json
 from lpes_framework.position.curves import build_curve
 
 # the tiny model's 8 rotary frequencies (head_dim 16, theta 1e4) have wavelengths 6, 20, 63, 199, 628, 1987,
 # 6283, 19869 tokens: bands [100, 1000] put 3 in band 0, 2 in band 1 and 3 in band 2
 BANDS = [100, 1000]
-SPEC = RopeSpec(1.0 / 10000 ** (torch.arange(0, 16, 2) / 16), 1.0, 256, rope_theta=10000.0)
+SPEC = RopeParams(1.0 / 10000 ** (torch.arange(0, 16, 2) / 16), 1.0, 256, rope_theta=10000.0)
 IDS = torch.randint(3, 90, (1, 200), generator=torch.Generator().manual_seed(0))
 
 
@@ -171,7 +171,7 @@ def test_a_band_wise_patched_model_generates_and_reloads_with_its_bands(tmp_path
 
 
 def test_a_uniform_method_under_a_banded_scheme_is_keyed_as_the_unbanded_one():
-    from lpes_framework.compare.methods import plan_methods
+    from lpes_framework.evaluate.methods import plan_methods
     from lpes_framework.config import compose_config
     from lpes_framework.model.load import identify
 

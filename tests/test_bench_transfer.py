@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-from lpes_framework.evaluation.stats import Interval  # noqa: E402
+from lpes_framework.judging.stats import Interval  # noqa: E402
 from lpes_framework.matrix import Cell  # noqa: E402
 from lpes_framework.matrix.report import markdown  # noqa: E402
 
@@ -32,7 +32,7 @@ def test_a_columns_haystack_count_is_chosen_once_from_a_validation_pilot(tmp_pat
     import pytest
     import transfer
 
-    from lpes_framework.compare import run
+    from lpes_framework.evaluate import run
     from lpes_framework.scoring.base import ScoreRow
 
     def fake_rows(draws, delta):
@@ -65,7 +65,7 @@ def test_a_bad_precision_request_is_one_line_before_anything_is_scored(tmp_path,
     import pytest
     import transfer
 
-    from lpes_framework.compare import run
+    from lpes_framework.evaluate import run
 
     monkeypatch.setattr(run, "run_evaluate", lambda *a: pytest.fail("scored before the request was checked"))
     monkeypatch.setattr(sys, "argv", ["transfer.py", "--out", str(tmp_path), "--precision", "0.01", "--pilot", "1",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CharTokenizer
-from lpes_framework.config import plain, task_specs
+from lpes_framework.config import plain, task_configs
 from lpes_framework.config import compose_config
 from lpes_framework.position.curves import build_curve
 from lpes_framework.errors import LpesError
@@ -55,7 +55,7 @@ def build(group: str, cfg):
     if group == "optimizer":
         return build_optimizer(plain(cfg.optimizer), build_curve(plain(cfg.curve), n_layers(cfg)), 0)
     if group == "task":
-        return TASKS.build(task_specs(cfg)[cfg.task.name])
+        return TASKS.build(task_configs(cfg)[cfg.task.name])
     if group == "logger":  # options bound to the constructor; building wandb would start a run
         return LOGGERS.options(plain(cfg.logger), {}, Path("."))
     if group == "executor":  # options bound to the constructor; building ray would start a cluster
@@ -75,7 +75,7 @@ def check_built(group: str, option: str, cfg, built) -> None:
             assert isinstance(built, BY_CONFIG_KEY["optimizer"].get(option))
     elif group == "task":
         plugin = VARIANTS.get(option, option)
-        spec = task_specs(cfg)[plugin]  # every option the YAML sets is the task's (windows: its sample count)
+        spec = task_configs(cfg)[plugin]  # every option the YAML sets is the task's (windows: its sample count)
         # the options at their older behaviour stay out of the settings (older runs' cache keys)
         described = dict(built.unkeyed_defaults) | built.settings() | {"windows": built.samples_per_position}
         if option == "perplexity":  # its defaults stay out of the settings (older runs' cache keys), and its
@@ -113,7 +113,7 @@ EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 def test_every_experiment_builds_its_scheme_curve_optimizer_and_tasks(experiment):
     cfg = compose_config("config", [f"experiment={experiment}"])
     check_built("pos", cfg.pos.name, cfg, build("pos", cfg))
-    for spec in task_specs(cfg).values():
+    for spec in task_configs(cfg).values():
         task = TASKS.build(spec)
         if task.metric == "perplexity":  # windows of a text, not samples by gold position
             assert len(task.encode("search", CharTokenizer())) == task.samples_per_position

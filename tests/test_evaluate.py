@@ -6,9 +6,9 @@ from dataclasses import replace
 import pytest
 
 from conftest import TINY_TASK, approx, model_block, run_cli
-from lpes_framework.compare.methods import interval_pairs
-from lpes_framework.compare.rows import logged_rows
-from lpes_framework.evaluation.results import rows_to_json
+from lpes_framework.evaluate.methods import interval_pairs
+from lpes_framework.evaluate.rows import logged_rows
+from lpes_framework.judging.results import rows_to_json
 from lpes_framework.model.factors_file import factors_record
 from lpes_framework.io.atomic import write_json_atomic
 
@@ -131,7 +131,7 @@ def test_a_resume_with_more_samples_scores_only_the_new_draws(tmp_path):
 def test_a_kill_in_the_middle_of_a_method_keeps_its_recorded_draws(tmp_path, monkeypatch):
     """record_every: a method is recorded after each run of draws, so a scoring killed half way through a method
     resumes from its last record; the scores come out as those of a scoring never cut."""
-    from lpes_framework.compare import run
+    from lpes_framework.evaluate import run
     from lpes_framework.config import compose_config
 
     overrides = [*TINY_TASK, "task.samples_per_position=3", "methods.uniform=[1.5]", "resume=true",
@@ -189,9 +189,9 @@ def test_two_methods_of_one_name_in_rows_jsonl_are_told_apart_never_merged(tmp_p
 def test_evaluate_returns_each_methods_own_rows_whatever_else_in_rows_jsonl_has_its_name(tmp_path):
     """What a bench analyses are the rows a method was scored by (found by key), never a same-named
     record another run left in the folder (every search's control is ``file uniform-mean``)."""
-    from lpes_framework.compare.run import run_evaluate
+    from lpes_framework.evaluate.run import run_evaluate
     from lpes_framework.config import compose_config
-    from lpes_framework.evaluation.results import rows_to_json
+    from lpes_framework.judging.results import rows_to_json
     from lpes_framework.io.store import JsonLog
 
     cfg = compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]", "resume=true"])
@@ -206,7 +206,7 @@ def test_evaluate_returns_each_methods_own_rows_whatever_else_in_rows_jsonl_has_
 def test_scored_rows_finds_what_a_resume_would_reuse_and_scores_nothing(tmp_path, monkeypatch):
     """bench/transfer.py --report: the matrix so far from rows.jsonl, each method found by its key (whatever name
     it was scored under), a method scored on fewer haystacks than asked left out, no model loaded."""
-    from lpes_framework.compare import run
+    from lpes_framework.evaluate import run
     from lpes_framework.config import compose_config
 
     scored = run.run_evaluate(compose_config("evaluate", [*TINY_TASK, "methods.uniform=[1.5]"]), tmp_path)

@@ -97,7 +97,7 @@ def test_factors_file_refuses_a_different_model(tmp_path, other, extra, field):
 
 def test_a_shipped_preset_loads_by_name_and_a_file_on_disk_wins(tmp_path, monkeypatch, capsys):
     from lpes_framework.model import presets as shipped
-    from lpes_framework.compare.methods import file_method_names
+    from lpes_framework.evaluate.methods import file_method_names
 
     presets = tmp_path / "presets"
     presets.mkdir()
@@ -153,7 +153,7 @@ def test_two_loads_of_one_new_gguf_convert_it_once(tmp_path, monkeypatch):
     from transformers import AutoModelForCausalLM
 
     from lpes_framework.model import load
-    from lpes_framework.model.spec import ModelSpec
+    from lpes_framework.model.settings import ModelSettings
 
     monkeypatch.setenv("LPES_CACHE", str(tmp_path / "cache"))
     (tmp_path / "tiny.gguf").write_bytes(b"stands in for a GGUF file")  # only its path, size and mtime are read
@@ -171,7 +171,7 @@ def test_two_loads_of_one_new_gguf_convert_it_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(load, "_from_source", from_source)
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", from_pretrained)
-    spec = ModelSpec(name="tiny", name_or_path=str(tmp_path), gguf_file="tiny.gguf", embedded=None, dtype="float32",
+    spec = ModelSettings(name="tiny", name_or_path=str(tmp_path), gguf_file="tiny.gguf", embedded=None, dtype="float32",
                      device="cpu", attn_implementation="sdpa", trust_remote_code=False)
     with ThreadPoolExecutor(2) as pool:
         models = [f.result()[0] for f in [pool.submit(load.load_model, spec, object()) for _ in range(2)]]

@@ -42,8 +42,8 @@ def test_uniform_takes_the_best_non_identity_uniform_candidate(search_run, tmp_p
 
 
 def test_an_evaluate_sweeps_best_method_against_its_unpatched_row(search_run, tmp_path):
-    from lpes_framework.evaluation.fitness import FitnessWeights, task_score
-    from lpes_framework.evaluation.results import scores_from_json
+    from lpes_framework.judging.fitness import FitnessWeights, task_score
+    from lpes_framework.judging.results import scores_from_json
 
     main([str(search_run / "sweep"), "--out", str(tmp_path / "best.json")])
     record = load_factors(tmp_path / "best.json")

@@ -61,8 +61,8 @@ def _set(data, path, value):
 
 
 def readers():
-    from lpes_framework.compare.rows import logged_rows
-    from lpes_framework.compare.best import best_candidate, best_method
+    from lpes_framework.evaluate.rows import logged_rows
+    from lpes_framework.evaluate.best import best_candidate, best_method
     from lpes_framework.commands.status import status
     from lpes_framework.io.spec import read_spec
     from lpes_framework.io.store import RunStore, read_results, read_rows
@@ -100,7 +100,7 @@ def test_a_corrupted_file_is_a_one_line_error_and_stays_as_it_was(ga_run, evalua
 def test_a_row_whose_position_changed_kind_is_a_damaged_line(evaluate_run, tmp_path):
     """Found by the corruptions above: one numbered position turned into a string reached the readers' sort as a
     TypeError."""
-    from lpes_framework.compare.rows import logged_rows
+    from lpes_framework.evaluate.rows import logged_rows
 
     shutil.copytree(evaluate_run, tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
     path = tmp_path / "rows.jsonl"
@@ -128,7 +128,7 @@ def _run_copy(ga_run, tmp_path) -> Path:
 def test_a_run_record_whose_key_a_byte_renamed_is_one_line(ga_run, tmp_path, key, reader, words):
     """Found by the corruptions above: a flipped byte in a key of the run record (the log's first line)."""
     from lpes_framework.commands.status import status
-    from lpes_framework.compare.best import best_candidate
+    from lpes_framework.evaluate.best import best_candidate
 
     folder = _run_copy(ga_run, tmp_path)
     log = folder / "evaluations.jsonl"
@@ -141,7 +141,7 @@ def test_a_run_record_whose_key_a_byte_renamed_is_one_line(ga_run, tmp_path, key
 def test_a_results_file_whose_scheme_or_model_a_byte_renamed_is_damaged(evaluate_run, tmp_path, key, where):
     """Found by the corruptions above: a renamed "scheme" key in a patched method reached lpes factors as a
     KeyError; the model block it copies into the factors file it ships was unchecked the same way."""
-    from lpes_framework.compare.best import best_method
+    from lpes_framework.evaluate.best import best_method
 
     shutil.copytree(evaluate_run, tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lpes.lock", "*.png"))
     path = tmp_path / "results.json"

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from lpes_framework.evaluation.fitness import FitnessWeights, outcome, task_score
-from lpes_framework.evaluation.results import PositionStats
+from lpes_framework.judging.fitness import FitnessWeights, outcome, task_score
+from lpes_framework.judging.results import PositionStats
 
 W = FitnessWeights.defaults(middle_bonus=1.0, end_penalty=2.0, logprob_weight=0.1)
 
@@ -102,7 +102,7 @@ def _rows(exact_by_context: list[list[bool]]) -> list:
 
 
 def test_fitness_interval_is_the_noise_of_that_many_contexts():
-    from lpes_framework.evaluation.fitness import fitness_interval
+    from lpes_framework.judging.fitness import fitness_interval
 
     rng = np.random.default_rng(1)
     tasks = {"kv": _Task()}

@@ -54,7 +54,7 @@ def test_a_file_without_a_model_block_is_refused_by_evaluate(tmp_path):
 
 def test_attention_refuses_them_before_the_model_loads(tmp_path, monkeypatch):
     from lpes_framework.model import load
-    from lpes_framework.compare.attention import analyse
+    from lpes_framework.evaluate.attention import analyse
 
     run = tmp_path / "run"
     run_cli("lpes_framework", *TINY_SEARCH, "optimizer.generations=1", f"hydra.run.dir={run}")

@@ -18,7 +18,7 @@ from conftest import TINY_TASK, read_jsonl, run_cli, tiny_model
 from lpes_framework.config import compose_config
 from lpes_framework.position.curves import build_curve
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluation.fitness import FitnessWeights, sample_coefficients
+from lpes_framework.judging.fitness import FitnessWeights, sample_coefficients
 from lpes_framework.position import build_scheme
 from lpes_framework.scoring.gradient import value_and_gradient
 from lpes_framework.scoring.teacher_forced import score_teacher_forced
@@ -156,11 +156,11 @@ def test_at_all_ones_the_rows_are_the_unpatched_models_and_the_objective_is_zero
 
 
 def test_ray_workers_give_the_local_answer(ray_instance):
-    from lpes_framework.config import plain, task_specs
+    from lpes_framework.config import plain, task_configs
     from lpes_framework.execution import GradientJob, build_executor
 
     cfg = compose_config("config", [*TINY_TASK, "task.samples_per_position=3"])
-    specs = task_specs(cfg)
+    specs = task_configs(cfg)
     job = GradientJob(split="search", draws=(3, 4, 5), genes=(0.8, 1.4, 2.0, 1.2),
                       curve={"name": "bezier", "low": 0.5, "high": 3.0}, scheme={"name": "pi"},
                       weights=plain(cfg.fitness), per_position=3)
@@ -236,7 +236,7 @@ def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
 
 
 def test_the_cosine_schedule_falls_from_lr_to_lr_min_within_each_restart():
-    from lpes_framework.evaluation.fitness import Outcome
+    from lpes_framework.judging.fitness import Outcome
     from lpes_framework.optim.base import Gradient, GradientRequest
     from lpes_framework.optim.gradient import GradientAscent
 
@@ -289,8 +289,8 @@ def test_a_perplexity_task_enters_the_objective_as_it_enters_the_fitness():
     """Rewarded: the objective is the fitness's term, logprob_weight x the change of the windows' mean
     log-prob. Guarded (max_ratio): nothing while every window is within the ratio, the fitness's guard per
     window past it, with a gradient that is the central finite difference."""
-    from lpes_framework.evaluation.fitness import task_score
-    from lpes_framework.evaluation.results import by_position
+    from lpes_framework.judging.fitness import task_score
+    from lpes_framework.judging.results import by_position
     from lpes_framework.tasks.base import WHOLE_TEXT
 
     model = tiny_model("llama", layers=4, max_positions=256).double()

@@ -10,7 +10,7 @@ import torch
 
 from conftest import TINY_TASK, installed_plugin, read_jsonl, run_cli, same_logits, tiny_model
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluation.fitness import FitnessWeights, sample_coefficients
+from lpes_framework.judging.fitness import FitnessWeights, sample_coefficients
 from lpes_framework.model.info import identify_loaded
 from lpes_framework.position import apply_layer_scaling, build_scheme, layer_width
 from lpes_framework.position.curves import build_curve

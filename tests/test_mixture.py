@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from conftest import TINY_TASK, read_jsonl, run_cli
-from lpes_framework.config import plain, task_specs
+from lpes_framework.config import plain, task_configs
 from lpes_framework.search import run_search
 from lpes_framework.config import compose_config
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluation.comparison import Comparison, format_lengths
-from lpes_framework.evaluation.fitness import FitnessWeights, outcome, task_score, task_scales, task_spread
+from lpes_framework.judging.comparison import Comparison, format_lengths
+from lpes_framework.judging.fitness import FitnessWeights, outcome, task_score, task_scales, task_spread
 from lpes_framework.scoring.base import ScoreRow
-from lpes_framework.evaluation.results import by_length, by_position
+from lpes_framework.judging.results import by_length, by_position
 from lpes_framework.tasks import TASKS
 
 MIXTURE = ["model=tiny", "task=niah_single_1", "task.context_tokens=[160,240]", "task.depths=[0,50,100]",
@@ -61,7 +61,7 @@ def test_a_gradient_jobs_task_scale_multiplies_its_term():
     from lpes_framework.execution import GradientJob, build_executor
 
     cfg = compose_config("config", [*TINY_TASK, "task.samples_per_position=2"])
-    executor = build_executor({"name": "local"}, plain(cfg), task_specs(cfg), ["search"])
+    executor = build_executor({"name": "local"}, plain(cfg), task_configs(cfg), ["search"])
     try:
         job = dict(split="search", draws=(2, 3), genes=(0.8, 1.4, 2.0, 1.2), curve={"name": "bezier", "low": 0.5,
                    "high": 3.0}, scheme={"name": "pi"}, weights=plain(cfg.fitness), per_position=2)
@@ -107,7 +107,7 @@ def test_a_mixture_of_tasks_and_lengths_searches_end_to_end(tmp_path):
 
 
 def test_pulls_leave_a_task_without_gradient_out_of_the_agreement():
-    from lpes_framework.evaluation.pulls import mean_pulls, pull_table
+    from lpes_framework.judging.pulls import mean_pulls, pull_table
 
     steps = [{"kv": [1.0, -1.0, 2.0, 0.5], "mdqa": [2.0, -1.0, -1.0, 1.0], "ppl": [0.0] * 4}] * 2
     lines = pull_table(mean_pulls(steps), n_layers=2, n_bands=2)

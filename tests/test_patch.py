@@ -67,9 +67,9 @@ def test_uniform_pi_and_yarn_at_length_over_window_match_transformers_beyond_the
 
 def test_gemma3_keeps_its_local_global_split():
     model = tiny_model("gemma3_text")
-    _, _, specs = rope_layout(model)
-    assert [s.key for s in specs] == ["sliding_attention", "full_attention"] * 2
-    assert not torch.equal(specs[0].inv_freq, specs[1].inv_freq)  # different thetas per layer type
+    _, _, ropes = rope_layout(model)
+    assert [s.key for s in ropes] == ["sliding_attention", "full_attention"] * 2
+    assert not torch.equal(ropes[0].inv_freq, ropes[1].inv_freq)  # different thetas per layer type
     ids = torch.randint(3, 97, (1, 32))
 
     def hidden():
@@ -81,7 +81,7 @@ def test_gemma3_keeps_its_local_global_split():
     # (its output is bit-identical), layer 1 (global) a scaled one
     with apply_layer_scaling(model, [1.0, 2.0, 1.0, 2.0], ROPE) as handle:
         out = hidden()
-    assert handle._specs[0].key == "sliding_attention"
+    assert handle._ropes[0].key == "sliding_attention"
     assert torch.equal(out[1], ref[1])
     assert not torch.allclose(out[2], ref[2])
 

@@ -4,7 +4,7 @@ without gold positions (perplexity) as one bar per method."""
 import math
 
 from lpes_framework.report import plots
-from lpes_framework.evaluation.results import PositionStats
+from lpes_framework.judging.results import PositionStats
 
 
 def stats(accuracy: float, logprob: float) -> PositionStats:
@@ -31,7 +31,7 @@ def test_an_interval_a_hair_inside_its_point_is_drawn(tmp_path):
     Wilson bound of 0.9999999999999999, an error bar below 0, and matplotlib refused it after the whole run."""
     from dataclasses import replace
 
-    from lpes_framework.evaluation.results import wilson
+    from lpes_framework.judging.results import wilson
 
     assert all(low <= k / n <= high for n in range(1, 60) for k in range(n + 1) for low, high in [wilson(k, n)])
     crafted = replace(stats(1.0, -0.1), ci_low=0.5, ci_high=0.9999999999999999)  # as a file from elsewhere may hold

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import CharTokenizer, tiny_model
-from lpes_framework.config import compose_config, task_specs
+from lpes_framework.config import compose_config, task_configs
 from lpes_framework.errors import LpesError
 from lpes_framework.scoring import prefix_groups
 from lpes_framework.scoring.teacher_forced import score_teacher_forced
@@ -18,7 +18,7 @@ DEPTHS = [0, 50, 100]
 
 
 def task(config: str, **options):
-    (spec,) = task_specs(compose_config("config", [f"task={config}"])).values()
+    (spec,) = task_configs(compose_config("config", [f"task={config}"])).values()
     defaults = {"samples_per_position": 2, "depths": DEPTHS, "context_tokens": 3000}
     if config.startswith("mdqa"):
         defaults = {"samples_per_position": 2, "documents": 9, "gold_positions": [0, 4, 8]}

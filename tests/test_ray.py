@@ -26,11 +26,11 @@ def test_ray_gives_the_records_of_local(tmp_path, ray_instance):
 
 @pytest.fixture(scope="module")
 def tiny_run_cfg():
-    from lpes_framework.config import plain, task_specs
+    from lpes_framework.config import plain, task_configs
     from lpes_framework.config import compose_config
 
     cfg = compose_config("config", [*TINY_SEARCH])
-    return plain(cfg), task_specs(cfg)
+    return plain(cfg), task_configs(cfg)
 
 
 def jobs(n):

@@ -8,7 +8,7 @@ import torch
 from conftest import read_jsonl, run_cli
 from lpes_framework.execution import SampleSet
 from lpes_framework.position import apply_layer_scaling, build_scheme
-from lpes_framework.evaluation.results import by_position
+from lpes_framework.judging.results import by_position
 from lpes_framework.tasks import TASKS
 
 pytestmark = pytest.mark.slow

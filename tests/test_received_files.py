@@ -28,7 +28,7 @@ def resume(folder, words, *extra):
 
 
 def attention(folder, words, *extra):
-    from lpes_framework.compare.attention import analyse
+    from lpes_framework.evaluate.attention import analyse
 
     with pytest.raises(LpesError, match=words):
         analyse(folder, *extra)
@@ -317,7 +317,7 @@ def test_a_corrected_command_after_a_late_refusal_starts_afresh(tmp_path, monkey
 def test_two_records_under_one_key_that_disagree_are_refused(evaluate_run, tmp_path):
     import shutil
 
-    from lpes_framework.compare.run import scored_rows
+    from lpes_framework.evaluate.run import scored_rows
     from lpes_framework.config import compose_config
 
     folder = tmp_path / "copy"

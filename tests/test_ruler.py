@@ -9,7 +9,7 @@ import torch
 
 from conftest import ARCHS, CharTokenizer, tiny_model
 from lpes_framework.config import compose_config
-from lpes_framework.config import task_specs
+from lpes_framework.config import task_configs
 from lpes_framework.errors import LpesError
 from lpes_framework.scoring.generate import score_generate
 from lpes_framework.scoring.teacher_forced import score_teacher_forced
@@ -23,7 +23,7 @@ LENGTH = {"cwe": 3000}  # the char tokenizer needs room for cwe's worked example
 
 
 def ruler(config: str, **options):
-    (spec,) = task_specs(compose_config("config", [f"task={config}"])).values()
+    (spec,) = task_configs(compose_config("config", [f"task={config}"])).values()
     options = {"samples_per_position": 2, "context_tokens": LENGTH.get(config, 1500)} | options
     return TASKS.build(spec | options)
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from lpes_framework.errors import LpesError
-from lpes_framework.evaluation.sample_size import check_request, draws_needed, sample_size
-from lpes_framework.evaluation.stats import logprob_bootstrap
+from lpes_framework.judging.sample_size import check_request, draws_needed, sample_size
+from lpes_framework.judging.stats import logprob_bootstrap
 from lpes_framework.scoring.base import ScoreRow
 
 

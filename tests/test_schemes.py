@@ -8,14 +8,14 @@ from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from lpes_framework.errors import LpesError
-from lpes_framework.position import RopeSpec, build_scheme, is_identity, ntk_alpha, wavelength_ramp
+from lpes_framework.position import RopeParams, build_scheme, is_identity, ntk_alpha, wavelength_ramp
 
 HEAD_DIM, THETA, MAX_POS = 64, 10000.0, 512
 
 
-def spec():
+def toy_rope():
     inv = 1.0 / (THETA ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.float) / HEAD_DIM))
-    return RopeSpec(inv_freq=inv, attention_scaling=1.0, max_position=MAX_POS, rope_theta=THETA)
+    return RopeParams(inv_freq=inv, attention_scaling=1.0, max_position=MAX_POS, rope_theta=THETA)
 
 
 def reference(rope_type: str, factor: float, seq_len: int | None = None):
@@ -26,7 +26,7 @@ def reference(rope_type: str, factor: float, seq_len: int | None = None):
 
 @pytest.mark.parametrize("name", ["rope", "pi", "ntk", "yarn"])
 def test_factor_one_returns_the_model_frequencies_unchanged(name):
-    s = spec()
+    s = toy_rope()
     inv, scaling = build_scheme({"name": name})(s, 1.0, 100)
     assert inv is s.inv_freq and scaling == 1.0
 
@@ -67,26 +67,26 @@ def test_a_scheme_class_outside_the_contract_is_refused_before_any_model_loads(m
 
 @pytest.mark.parametrize("factor", [1.25, 2.0, 4.0])
 def test_pi_matches_transformers_linear_scaling(factor):
-    inv, scaling = build_scheme({"name": "pi"})(spec(), factor, 100)
+    inv, scaling = build_scheme({"name": "pi"})(toy_rope(), factor, 100)
     ref_inv, ref_scaling = reference("linear", factor)
     torch.testing.assert_close(inv, ref_inv, rtol=1e-6, atol=0)
     assert scaling == ref_scaling
 
 
 def test_pi_global_factor_multiplies_layer_factor():
-    inv, _ = build_scheme({"name": "pi", "global_factor": 2.0})(spec(), 1.5, 100)
+    inv, _ = build_scheme({"name": "pi", "global_factor": 2.0})(toy_rope(), 1.5, 100)
     torch.testing.assert_close(inv, reference("linear", 3.0)[0])
 
 
 @pytest.mark.parametrize("factor,seq_len", [(2.0, 2 * MAX_POS), (2.0, 4 * MAX_POS), (1.5, 3 * MAX_POS)])
 def test_ntk_matches_transformers_dynamic_beyond_the_trained_length(factor, seq_len):
-    inv, _ = build_scheme({"name": "ntk"})(spec(), factor, seq_len)
+    inv, _ = build_scheme({"name": "ntk"})(toy_rope(), factor, seq_len)
     ref_inv, _ = reference("dynamic", factor, seq_len=seq_len)
     torch.testing.assert_close(inv, ref_inv, rtol=1e-5, atol=0)
 
 
 def test_ntk_acts_inside_the_trained_window():
-    s = spec()
+    s = toy_rope()
     inv, _ = build_scheme({"name": "ntk"})(s, 2.0, MAX_POS // 2)
     assert inv[0] == s.inv_freq[0]  # highest frequency untouched
     torch.testing.assert_close(inv[-1], s.inv_freq[-1] / 2.0)  # lowest divided by the factor
@@ -95,7 +95,7 @@ def test_ntk_acts_inside_the_trained_window():
 
 
 def test_wavelength_ramp_keeps_fast_dimensions():
-    s = spec()
+    s = toy_rope()
     wavelength = 2 * math.pi / s.inv_freq
     step = wavelength_ramp(s.inv_freq, 256.0, None)
     assert torch.equal(step, (wavelength > 256).float())
@@ -125,20 +125,20 @@ def test_yarn_with_one_factor_everywhere_is_transformers_yarn(arch, factor):
     from lpes_framework.position import rope_layout
 
     model = tiny_model(arch, max_positions=4096, rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
-    _, layers, specs = rope_layout(model)
+    _, layers, ropes = rope_layout(model)
     ref_inv, ref_scaling = yarn_reference(model, factor)
-    for layer_spec in specs:
-        inv, scaling = build_scheme({"name": "yarn"})(layer_spec, factor, 100)
+    for layer_rope in ropes:
+        inv, scaling = build_scheme({"name": "yarn"})(layer_rope, factor, 100)
         torch.testing.assert_close(inv, ref_inv, rtol=1e-6, atol=0)
         assert scaling == pytest.approx(ref_scaling, rel=1e-12)
     # the mid band really is blended, not left alone or fully interpolated
-    s = specs[0]
+    s = ropes[0]
     assert torch.any((inv < s.inv_freq * 0.99) & (inv > s.inv_freq / factor * 1.01))
 
 
 def test_yarn_layer_factor_multiplies_the_global_factor():
-    inv, scaling = build_scheme({"name": "yarn", "global_factor": 2.0})(spec(), 1.5, 100)
-    ref = build_scheme({"name": "yarn"})(spec(), 3.0, 100)
+    inv, scaling = build_scheme({"name": "yarn", "global_factor": 2.0})(toy_rope(), 1.5, 100)
+    ref = build_scheme({"name": "yarn"})(toy_rope(), 3.0, 100)
     torch.testing.assert_close(inv, ref[0], rtol=0, atol=0)
     assert scaling == ref[1] == pytest.approx(0.1 * math.log(3.0) + 1)
 
@@ -166,16 +166,16 @@ SCHEME_CFGS = [{"name": "rope"}, {"name": "pi", "global_factor": 1.5}, {"name": 
 def test_a_traced_factor_gives_bit_identical_tables_and_a_finite_difference_gradient(cfg, factor, seq_len):
     scheme = build_scheme(cfg)
     assert scheme.differentiable
-    inv, scaling = scheme(spec(), factor, seq_len)
+    inv, scaling = scheme(toy_rope(), factor, seq_len)
     x = torch.tensor(factor, dtype=torch.float64, requires_grad=True)
-    inv_t, scaling_t = scheme(spec(), x, seq_len)
+    inv_t, scaling_t = scheme(toy_rope(), x, seq_len)
     assert torch.equal(inv_t.detach(), inv) and float(scaling_t) == scaling
     weights = torch.linspace(-1.0, 2.0, inv.numel())
     ((inv_t.double() * weights).sum() + 3 * torch.as_tensor(scaling_t)).backward()
     eps = 1e-3
 
     def value(f):
-        i, s = scheme(spec(), f, seq_len)
+        i, s = scheme(toy_rope(), f, seq_len)
         return float((i.double() * weights).sum()) + 3 * float(s)
 
     if cfg["name"] == "yarn" and cfg.get("global_factor", 1.0) * factor == 1.0:
@@ -202,10 +202,10 @@ def test_a_plugin_scheme_without_a_gradient_is_refused_in_one_line():
 def test_a_fixed_table_holds_up_to_the_length_where_the_scheme_first_changes():
     from lpes_framework.position import fixed_table
 
-    spec = RopeSpec(torch.tensor([1.0, 0.1, 0.01]), 1.0, 256, rope_theta=10000.0)
+    rope = RopeParams(torch.tensor([1.0, 0.1, 0.01]), 1.0, 256, rope_theta=10000.0)
     ntk, pi = build_scheme({"name": "ntk"}), build_scheme({"name": "pi"})
-    inv_freq, _, holds = fixed_table(ntk, spec, 0.7, 1024)
+    inv_freq, _, holds = fixed_table(ntk, rope, 0.7, 1024)
     assert holds == 146  # below 1 NTK's dynamic term 0.7 L / 256 + 0.3 passes the factor from 147 tokens on
-    assert torch.equal(inv_freq, ntk(spec, 0.7, 100)[0]) and not torch.equal(inv_freq, ntk(spec, 0.7, 147)[0])
-    assert fixed_table(ntk, spec, 1.5, 1024)[2] == 341  # above 1, from where 1.5 L / 256 - 0.5 passes 1.5
-    assert fixed_table(pi, spec, 1.5, 1024)[2] == 1024  # PI never changes with the length
+    assert torch.equal(inv_freq, ntk(rope, 0.7, 100)[0]) and not torch.equal(inv_freq, ntk(rope, 0.7, 147)[0])
+    assert fixed_table(ntk, rope, 1.5, 1024)[2] == 341  # above 1, from where 1.5 L / 256 - 0.5 passes 1.5
+    assert fixed_table(pi, rope, 1.5, 1024)[2] == 1024  # PI never changes with the length

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from conftest import TINY_SEARCH, run_cli
-from lpes_framework.compare.rows import logged_rows
+from lpes_framework.evaluate.rows import logged_rows
 from lpes_framework.config import compose_config
 from lpes_framework.errors import LpesError
 from lpes_framework.io import store

@@ -201,7 +201,7 @@ def test_nsga2_writes_a_pareto_front(tmp_path):
 
 
 def test_the_pareto_front_leaves_out_a_broken_candidate():
-    from lpes_framework.evaluation.fitness import Outcome
+    from lpes_framework.judging.fitness import Outcome
     from lpes_framework.optim import build_optimizer
     from lpes_framework.position.curves import build_curve
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lpes_framework.scoring.base import ScoreRow
-from lpes_framework.evaluation.stats import middle_positions, paired_bootstrap
+from lpes_framework.judging.stats import middle_positions, paired_bootstrap
 
 
 def rows(exact_by_context_position: dict) -> list[ScoreRow]:
@@ -58,7 +58,7 @@ def test_unpaired_rows_are_refused():
 def test_a_comparison_gives_the_gold_logprob_change_overall_and_in_the_middle():
     from dataclasses import replace
 
-    from lpes_framework.evaluation.comparison import Comparison, format_intervals
+    from lpes_framework.judging.comparison import Comparison, format_intervals
 
     base = rows({(c, p): False for c in range(20) for p in (0, 5, 9)})
     # 0.2 nats better per token in the middle of every context, 0.1 better at the ends of half of them
@@ -74,12 +74,12 @@ def test_a_comparison_gives_the_gold_logprob_change_overall_and_in_the_middle():
 
 
 def test_ends_and_middle_have_one_definition_whatever_the_count():
-    """The fitness's end guard, the intervals' "middle" and the reports all read evaluation.positions: with
+    """The fitness's end guard, the intervals' "middle" and the reports all read judging.positions: with
     three labels or more the shallowest and the deepest are the ends; with one or two there is no middle
     to protect, so every label is middle and none is an end (never empty, never both)."""
-    from lpes_framework.evaluation.fitness import FitnessWeights, task_score
-    from lpes_framework.evaluation.positions import end_positions, middle_positions
-    from lpes_framework.evaluation.results import by_position
+    from lpes_framework.judging.fitness import FitnessWeights, task_score
+    from lpes_framework.judging.positions import end_positions, middle_positions
+    from lpes_framework.judging.results import by_position
 
     assert end_positions(["49", "0", "22"]) == ["0", "49"] and middle_positions(["49", "0", "22"]) == ["22"]
     assert end_positions(["0", "99"]) == [] and middle_positions(["0", "99"]) == ["0", "99"]
@@ -95,7 +95,7 @@ def test_ends_and_middle_have_one_definition_whatever_the_count():
 
 def test_effect_lines_claim_no_change_from_one_haystack():
     """One haystack bootstraps to its own point (delta = low = high), which must not read as a measured gain."""
-    from lpes_framework.evaluation.comparison import Comparison, effect_lines
+    from lpes_framework.judging.comparison import Comparison, effect_lines
 
     def rows(logprob, draws):
         return [ScoreRow(position=p, logprob=logprob, exact=True, first=True, first_logprob=logprob, tokens=2, draw=d)

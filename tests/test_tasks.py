@@ -10,7 +10,7 @@ import torch
 from conftest import CharTokenizer, tiny_model
 from lpes_framework.errors import LpesError
 from lpes_framework.scoring.base import ScoreRow
-from lpes_framework.evaluation.results import by_position, wilson
+from lpes_framework.judging.results import by_position, wilson
 from lpes_framework.scoring.generate import score_generate
 from lpes_framework.scoring.teacher_forced import score_teacher_forced
 from lpes_framework.tasks import TASKS

@@ -131,7 +131,7 @@ def test_the_test_is_refused_before_a_candidate_passed_validation(tmp_path):
 def test_a_harmed_column_gets_a_repair_chosen_on_validation(tuned, tmp_path, monkeypatch):
     import shutil
 
-    from lpes_framework.evaluation.stats import Interval
+    from lpes_framework.judging.stats import Interval
     from lpes_framework.matrix import Cell
     from lpes_framework.tune import recipe
 

@@ -11,8 +11,8 @@ search's mixture pulls the factors.
     lpes analysis pulls <gradient search run>
 
 Rows come from evaluate folders (``rows.jsonl``, each method's most complete record; several folders are
-joined as ``compare.rows`` says); the statistics are ``evaluation.versus``, ``evaluation.buckets`` and
-``evaluation.pulls`` (from the step records of a search with the free curve).
+joined as ``evaluate.rows`` says); the statistics are ``judging.versus``, ``judging.buckets`` and
+``judging.pulls`` (from the step records of a search with the free curve).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from ..compare.rows import folder_rows, logged_rows, merge_rows
+from ..evaluate.rows import folder_rows, logged_rows, merge_rows
 from ..errors import LpesError
-from ..evaluation.buckets import bucket_summary, bucket_table
-from ..evaluation.results import by_position
-from ..evaluation.versus import noise_floor, versus
+from ..judging.buckets import bucket_summary, bucket_table
+from ..judging.results import by_position
+from ..judging.versus import noise_floor, versus
 from ..report.plots import plot_buckets
 from ..search.readout import pull_lines
 from .cli import one_line_errors
@@ -92,7 +92,7 @@ def _run(args) -> None:
         if args.plot:
             print(f"wrote {plot_bucket_folders(args.folders, args.edges, args.plot, task=args.task, window=args.window)}")
         return
-    from ..evaluation.fitness import FitnessWeights
+    from ..judging.fitness import FitnessWeights
     from ..io.store import read_results
     from ..tasks import TASKS
 

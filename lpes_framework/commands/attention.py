@@ -1,5 +1,5 @@
 """``lpes attention``: why it works (or not), the attention mass each layer puts on the gold span, by gold
-position, unpatched and patched (``compare.attention`` says how it is measured).
+position, unpatched and patched (``evaluate.attention`` says how it is measured).
 
     lpes attention <search run dir> [--factors FILE|PRESET] [--split test] [--samples 10] [--out DIR]
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..compare.attention import analyse
+from ..evaluate.attention import analyse
 from .cli import one_line_errors
 
 

@@ -1,5 +1,5 @@
 """``lpes evaluate``: the unpatched model, uniform scalings, saved factors and curve genomes compared by gold
-position on one split (``compare.run``), into the Hydra run directory.
+position on one split (``evaluate.run``), into the Hydra run directory.
 
     lpes evaluate task=kv_retrieval pos=rope methods.uniform=[1.25,1.5]
 
@@ -17,7 +17,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ..compare import run_evaluate
+from ..evaluate import run_evaluate
 from .cli import check_plugin_overrides, one_line_errors
 
 

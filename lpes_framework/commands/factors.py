@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..compare.best import best_candidate, best_method, fitted, held_to, rebanded
+from ..evaluate.best import best_candidate, best_method, fitted, held_to, rebanded
 from ..errors import LpesError
 from ..io.store import JsonLog
 from ..io.atomic import write_json_atomic

@@ -33,11 +33,11 @@ def retest(preset: str, model: str, samples: int, split: str, threads: int, unif
     haystacks): two searches run with different seeds are re-tested on the same ones that way. ``progress``:
     tqdm bars on stderr."""
     from ..config import compose_config
-    from ..evaluation.comparison import uniform_method_name
+    from ..judging.comparison import uniform_method_name
     from ..model.choice import check_task_reads_no_files
     from ..model.factors_file import load_factors
-    from ..compare.methods import file_method_names
-    from ..compare.run import run_evaluate
+    from ..evaluate.methods import file_method_names
+    from ..evaluate.run import run_evaluate
 
     if split not in ("validation", "test"):  # the search split is what the search was scored on
         raise LpesError(f"--split {split}: a re-test is held out, on the validation or the test split")
@@ -94,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     """The effect in plain words first, then the evaluate table and intervals it comes from."""
-    from ..evaluation.comparison import effect_lines
+    from ..judging.comparison import effect_lines
     from .cli import one_line_errors
 
     args = parser().parse_args(argv)

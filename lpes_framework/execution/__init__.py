@@ -14,13 +14,13 @@ from ..registry import EXECUTORS
 from .base import SampleSet, Executor, GradientJob, Job, Rows, Worker, encode_splits
 
 
-def build_executor(cfg: dict, run_cfg: dict, task_specs: dict, splits: Sequence[str], *, sample_sets=None,
+def build_executor(cfg: dict, run_cfg: dict, task_configs: dict, splits: Sequence[str], *, sample_sets=None,
                    loaded=None):
     """The executor named by ``cfg['name']``. One that runs in this process (``in_process = True``) reuses
     the driver's ``sample_sets`` and a ``loaded`` = (model, tokenizer, info); remote workers build their own
     from the configs."""
     shared = {"sample_sets": sample_sets, "loaded": loaded} if EXECUTORS.get(cfg["name"]).in_process else {}
-    return EXECUTORS.build(cfg, run_cfg, task_specs, splits, **shared)
+    return EXECUTORS.build(cfg, run_cfg, task_configs, splits, **shared)
 
 
 __all__ = ["EXECUTORS", "SampleSet", "Executor", "GradientJob", "Job", "Rows", "Worker", "build_executor", "encode_splits"]

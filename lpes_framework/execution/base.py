@@ -1,7 +1,7 @@
 """What every executor shares: jobs, named sets of encoded samples (``SampleSet``), what a worker holds
 (``Worker``: the model and the sample sets), and the ``Executor`` interface.
 
-An executor is built as ``Executor(cfg, task_specs, splits, **options)`` (``cfg``: the run's whole
+An executor is built as ``Executor(cfg, task_configs, splits, **options)`` (``cfg``: the run's whole
 config as a dict; in-process executors (``in_process = True``) also take ``sample_sets=`` and ``loaded=``), exposes ``info``
 (the model's ``ModelInfo``), and implements ``run(jobs, desc)``, ``gradient(job)`` and ``close()``.
 """
@@ -149,7 +149,7 @@ def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None, info=
 class Worker:
     """What a worker holds: the model, the encoded samples of every split, the schemes it was sent."""
 
-    def __init__(self, cfg: dict, task_specs: dict, splits: Sequence[str], threads: int | None = None, *,
+    def __init__(self, cfg: dict, task_configs: dict, splits: Sequence[str], threads: int | None = None, *,
                  sample_sets: dict | None = None, loaded=None):
         from omegaconf import OmegaConf
 
@@ -162,7 +162,7 @@ class Worker:
             torch.set_num_threads(int(threads))
         cfg = OmegaConf.create(cfg)
         if sample_sets is None:
-            sample_sets = encode_splits(cfg, {k: TASKS.build(s) for k, s in task_specs.items()}, splits)
+            sample_sets = encode_splits(cfg, {k: TASKS.build(s) for k, s in task_configs.items()}, splits)
         self.sample_sets = sample_sets
         tokenizer = next(iter(sample_sets.values())).tokenizer
         self.model, _, self.info = loaded or load_model(cfg.model, tokenizer)
@@ -196,7 +196,7 @@ class Worker:
 
     def gradient(self, job: GradientJob):
         """The unpatched rows of the job's samples, then the objective and its gradient against them."""
-        from ..evaluation.fitness import FitnessWeights, objective_coefficients
+        from ..judging.fitness import FitnessWeights, objective_coefficients
         from ..scoring.gradient import GradientResult, value_and_gradient
 
         start = time.perf_counter()

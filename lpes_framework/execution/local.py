@@ -14,8 +14,8 @@ class LocalExecutor(Executor):
 
     in_process = True
 
-    def __init__(self, cfg: dict, task_specs: dict, splits: Sequence[str], *, sample_sets=None, loaded=None):
-        self.worker = Worker(cfg, task_specs, splits, sample_sets=sample_sets, loaded=loaded)
+    def __init__(self, cfg: dict, task_configs: dict, splits: Sequence[str], *, sample_sets=None, loaded=None):
+        self.worker = Worker(cfg, task_configs, splits, sample_sets=sample_sets, loaded=loaded)
         self.info = self.worker.info
 
     def run(self, jobs: Sequence[Job], desc: str = "eval") -> Iterator[tuple[Rows, float]]:

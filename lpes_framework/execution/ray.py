@@ -37,7 +37,7 @@ class RayExecutor(Executor):
     stops with it, listening on 127.0.0.1 only; ``address`` (``auto``, ``ray://host:port``) joins a
     running cluster as Ray configures it."""
 
-    def __init__(self, cfg: dict, task_specs: dict, splits: Sequence[str], *, workers: int = 2,
+    def __init__(self, cfg: dict, task_configs: dict, splits: Sequence[str], *, workers: int = 2,
                  threads_per_worker: int = 1, gpus_per_worker: float = 0, address: str | None = None):
         try:
             import ray
@@ -52,7 +52,7 @@ class RayExecutor(Executor):
         if self.started:
             start_ray(address, cpus=workers * threads_per_worker)
         actor = ray.remote(num_cpus=threads_per_worker, num_gpus=gpus_per_worker, max_restarts=0)(Worker)
-        self.actors = [actor.remote(cfg, task_specs, list(splits), threads_per_worker) for _ in range(workers)]
+        self.actors = [actor.remote(cfg, task_configs, list(splits), threads_per_worker) for _ in range(workers)]
         self.info = self._first(lambda a: a.model_info.remote())
 
     def _first(self, call):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..evaluation.results import paired
-from ..evaluation.stats import Interval, logprob_bootstrap, paired_bootstrap
+from ..judging.results import paired
+from ..judging.stats import Interval, logprob_bootstrap, paired_bootstrap
 from ..tasks.base import WHOLE_TEXT
 
 

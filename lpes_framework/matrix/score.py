@@ -7,8 +7,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ..compare.methods import file_method_names
-from ..compare.run import run_evaluate, scored_rows
+from ..evaluate.methods import file_method_names
+from ..evaluate.run import run_evaluate, scored_rows
 from .cells import column_cells
 from .columns import Column, column_config
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from ..hf import global_rope, text_config, trained_context
-from .spec import ModelSpec
+from .settings import ModelSettings
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def model_info(config, name: str, source: str = "", architecture: str | None = N
     )
 
 
-def label(spec: ModelSpec) -> tuple[str, str]:
+def label(spec: ModelSettings) -> tuple[str, str]:
     """(name, source) of a model spec: what outputs are labelled with and where the weights come from. A
     ``name_or_path`` overrides the group's embedded file, so it, not the group's name, labels the run."""
     if spec.random:
@@ -81,6 +81,6 @@ def identify_loaded(model, spec=None) -> ModelInfo:
     from ..position import rope_layout
 
     rope_layout(model)  # refuses models the patch cannot handle
-    name, source = label(ModelSpec.of(spec)) if spec is not None else (
+    name, source = label(ModelSettings.of(spec)) if spec is not None else (
         getattr(model.config, "name_or_path", "") or "", "")
     return model_info(model.config, name, source, architecture=type(model).__name__)

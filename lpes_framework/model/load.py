@@ -16,13 +16,13 @@ from ..errors import LpesError
 from ..hf import text_config
 from .cache import cache_intact, converted_folder, converting, embedded_gguf, save_to_cache
 from .info import ModelInfo, identify_loaded, label, model_info
-from .spec import ModelSpec
+from .settings import ModelSettings
 
 
 def converted_dirs(cfg) -> tuple[Path, Path]:
     """(model folder, tokenizer folder) of the de-quantised copy of a GGUF model: a plain Hugging Face
     model any other tool can load (lm-eval's ``pretrained=``). Converts on first use."""
-    spec = ModelSpec.of(cfg)
+    spec = ModelSettings.of(cfg)
     source, gguf_file = resolve_source(spec)
     if not gguf_file:
         raise LpesError(f"model '{spec.name}' is not a GGUF file; use its name_or_path directly")
@@ -33,7 +33,7 @@ def converted_dirs(cfg) -> tuple[Path, Path]:
     return model_dir, converted_folder(source, gguf_file, "tokenizer")
 
 
-def resolve_source(spec: ModelSpec) -> tuple[str, str | None]:
+def resolve_source(spec: ModelSettings) -> tuple[str, str | None]:
     """(directory or hub id, gguf file name or None) for a model."""
     if spec.name_or_path:
         return str(spec.name_or_path), spec.gguf_file
@@ -60,7 +60,7 @@ def _resolve_device(device: str) -> str:
     return device
 
 
-def _random_config(spec: ModelSpec, vocab_size: int):
+def _random_config(spec: ModelSettings, vocab_size: int):
     from transformers import AutoConfig
 
     options = {k: v for k, v in spec.random.items() if k not in ("model_type", "seed")}
@@ -70,7 +70,7 @@ def _random_config(spec: ModelSpec, vocab_size: int):
     return config
 
 
-def _random_model(spec: ModelSpec, tokenizer):
+def _random_model(spec: ModelSettings, tokenizer):
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -89,7 +89,7 @@ def _from_source(loader, source: str, **kwargs):
                         f"local hub cache (offline runs cannot download) ({first})") from None
 
 
-def _config(spec: ModelSpec, hashes: bool = False):
+def _config(spec: ModelSettings, hashes: bool = False):
     """(source, gguf file or None, checked config): the de-quantised cache replaces a GGUF once it exists
     and is intact (sizes checked, and contents when ``hashes``: before its weights are read)."""
     from transformers import AutoConfig
@@ -105,7 +105,7 @@ def _config(spec: ModelSpec, hashes: bool = False):
 def load_tokenizer(cfg):
     from transformers import AutoTokenizer
 
-    spec = ModelSpec.of(cfg)
+    spec = ModelSettings.of(cfg)
     source, gguf_file = resolve_source(spec)
     cached = converted_folder(source, gguf_file, "tokenizer") if gguf_file else None
     with converting(source, gguf_file):
@@ -125,7 +125,7 @@ def load_model(cfg, tokenizer=None):
     import torch
     from transformers import AutoModelForCausalLM
 
-    spec = ModelSpec.of(cfg)
+    spec = ModelSettings.of(cfg)
     device = _resolve_device(spec.device)
     if not sys.stderr.isatty():  # in a log (CI, nohup, a notebook's file) every bar frame would be a line
         from transformers.utils import logging as hf_logging
@@ -150,7 +150,7 @@ def load_model(cfg, tokenizer=None):
 
 def identify(cfg) -> ModelInfo:
     """The model's identity from its config alone (no weights): layer count, window and RoPE layout."""
-    spec = ModelSpec.of(cfg)
+    spec = ModelSettings.of(cfg)
     config = _random_config(spec, vocab_size=256) if spec.random else _config(spec)[2]
     return model_info(config, *label(spec))
 

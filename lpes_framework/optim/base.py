@@ -22,7 +22,7 @@ import numpy as np
 
 from ..position.curves import Curve
 from ..errors import LpesError, is_number
-from ..evaluation.fitness import Outcome
+from ..judging.fitness import Outcome
 
 
 @dataclass(frozen=True, eq=False)

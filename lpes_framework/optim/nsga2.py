@@ -18,7 +18,7 @@ from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 from pymoo.problems.static import StaticProblem
 
 from ..errors import LpesError
-from ..evaluation.fitness import Outcome
+from ..judging.fitness import Outcome
 from ..registry import OPTIMIZERS
 from .base import Optimizer, genome_key
 

@@ -5,7 +5,7 @@ rotary dimensions by wavelength ``2*pi / inv_freq_d``: band 0 holds the dimensio
 ``w_1``, band b those in (w_b, w_{b+1}], the last everything above ``w_{B-1}``. A layer's factor is then B
 numbers, and dimension d takes the scheme's frequencies computed with its band's number::
 
-    inv_freq'_d = scheme(spec, factor[band(d)], L).inv_freq_d
+    inv_freq'_d = scheme(rope, factor[band(d)], L).inv_freq_d
 
 ``bands: per_frequency`` gives every rotary frequency its own band (a factor per layer per frequency): the
 boundaries are the geometric means of neighbouring wavelengths of the model at hand, filled in from its
@@ -100,20 +100,20 @@ def band_values(factor) -> list | None:
 
 
 def banded(scheme, bands: tuple[float, ...], name: str):
-    """``scheme`` (spec, factor, length) -> (inv_freq, scaling) taking a factor per band as well as a number."""
+    """``scheme`` (rope, factor, length) -> (inv_freq, scaling) taking a factor per band as well as a number."""
 
-    def run(spec, factor, seq_len: int):
+    def run(rope, factor, seq_len: int):
         values = band_values(factor)
         if values is None:
-            return scheme(spec, factor, seq_len)
+            return scheme(rope, factor, seq_len)
         check_width(len(values), bands, f"pos={name}")
-        results = [scheme(spec, value, seq_len) for value in values]
+        results = [scheme(rope, value, seq_len) for value in values]
         scalings = {float(scaling) for _, scaling in results}
         if len(scalings) > 1:
             raise LpesError(f"pos={name}: its attention scaling depends on the factor, so a layer has one scaling "
                             "and its factor cannot differ by band: drop pos.bands")
         table = torch.stack([inv_freq for inv_freq, _ in results])  # (bands, rotary_dim / 2)
-        picked = table.gather(0, band_index(spec.inv_freq, bands)[None]).squeeze(0)
+        picked = table.gather(0, band_index(rope.inv_freq, bands)[None]).squeeze(0)
         return picked, results[0][1]
 
     return run

@@ -17,7 +17,7 @@ from ..errors import LpesError
 from ..registry import SCHEMES
 from .bands import banded, check_bands, default_inv_freq, model_band_check
 from .patch import LayerScaling, PatchHandle, TracedScaling
-from .schemes.base import RopeSpec, traced
+from .schemes.base import RopeParams, traced
 
 
 def no_gradient(name: str) -> LpesError:
@@ -86,15 +86,15 @@ class Scheme:
 
 @dataclass(eq=False)
 class BoundScheme(Scheme):
-    """A registered scheme function with its options bound: ``scheme(spec, layer factor, sequence length) ->
+    """A registered scheme function with its options bound: ``scheme(rope, layer factor, sequence length) ->
     (inv_freq, attention scaling)``, patched in as one table per layer (``patch.LayerScaling``).
 
-    The result may depend on the length only beyond ``spec.max_position`` (as dynamic NTK does): the
+    The result may depend on the length only beyond ``rope.max_position`` (as dynamic NTK does): the
     patch reuses one result for every length inside the trained window. A registered function may carry a
     ``length_note`` (see ``ntk``) for what moves its tables with the length.
     """
 
-    fn: Callable[..., "tuple[torch.Tensor, float]"]  # (spec, factor, seq_len) with the options bound
+    fn: Callable[..., "tuple[torch.Tensor, float]"]  # (rope, factor, seq_len) with the options bound
     config: dict
     n_bands: int = 1
     identity_at_one: bool = False  # factor 1 leaves the model's own tables (see ``is_identity``)
@@ -103,8 +103,8 @@ class BoundScheme(Scheme):
     note: str | None = None  # the registered function's ``length_note``
     one_table_per_layer = True
 
-    def __call__(self, spec: RopeSpec, factor, seq_len: int):
-        return self.fn(spec, factor, seq_len)
+    def __call__(self, rope: RopeParams, factor, seq_len: int):
+        return self.fn(rope, factor, seq_len)
 
     def install(self, model, factors):
         return LayerScaling(model, factors, self)
@@ -134,9 +134,9 @@ def brings_own_patch(name: str) -> bool:
 
 def build_scheme(cfg):
     """A ``BoundScheme`` from ``{name: ..., **options}`` (or a plugin's own scheme object); options are
-    checked now, on a toy spec, before any model is loaded.
+    checked now, on a toy RoPE, before any model is loaded.
 
-    Registry entries are pure functions ``(spec, factor, seq_len, **options)``, or ``Scheme`` subclasses:
+    Registry entries are pure functions ``(rope, factor, seq_len, **options)``, or ``Scheme`` subclasses:
     schemes that cannot be expressed as one table per layer (head-wise Ms-PoE) bring their own patch that way.
     """
     cfg = dict(cfg)
@@ -152,7 +152,7 @@ def build_scheme(cfg):
         return scheme
     fn, options = SCHEMES.options(cfg, None, 1.0, 1)
     scheme = BoundScheme(partial(fn, **options), cfg, note=getattr(fn, "length_note", None))
-    toy = RopeSpec(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0)
+    toy = RopeParams(torch.tensor([1.0, 0.01]), 1.0, 16, rope_theta=10000.0)
     if bands is not None:
         bands = check_bands(bands)
         scheme.fn = banded(scheme.fn, bands, cfg["name"])
@@ -160,7 +160,7 @@ def build_scheme(cfg):
         scheme.model_check = model_band_check(bands)
         scheme(toy, [1.0 + 0.5 * b for b in range(scheme.n_bands)], 8)  # refuses a factor-dependent scaling now
         cfg["bands"] = list(bands)
-    # A dry run on a toy spec surfaces out-of-range options before any model is loaded.
+    # A dry run on a toy RoPE surfaces out-of-range options before any model is loaded.
     scheme(toy, 1.5, 8)
     # Options such as a global factor make factor 1 a real change; only the dry run can tell.
     inv_freq, scaling = scheme(toy, 1.0, 8)
@@ -169,7 +169,7 @@ def build_scheme(cfg):
     return scheme
 
 
-def _differentiable(scheme, toy: RopeSpec) -> bool:
+def _differentiable(scheme, toy: RopeParams) -> bool:
     """Whether the scheme's frequencies carry a gradient w.r.t. a traced factor (a plugin function that
     turns the factor into a float does not)."""
     factor = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
@@ -189,7 +189,7 @@ def require_gradient(scheme) -> None:
         raise no_gradient(scheme.name)
 
 
-def fixed_table(scheme, spec: RopeSpec, factor, limit: int) -> tuple[torch.Tensor, float, int]:
+def fixed_table(scheme, rope: RopeParams, factor, limit: int) -> tuple[torch.Tensor, float, int]:
     """(inv_freq, scaling) of a layer as one fixed table, and the longest length up to ``limit`` it holds for.
 
     The table is the scheme's at length 1: the factor as it acts on short inputs. A scheme whose result
@@ -197,10 +197,10 @@ def fixed_table(scheme, spec: RopeSpec, factor, limit: int) -> tuple[torch.Tenso
     dynamic term rises above the factor) keeps that table only up to the length where it first changes
     (found by bisection: the change is monotone in the length); an engine that serves one fixed table (vLLM,
     an exported folder) must stop there."""
-    inv_freq, scaling = scheme(spec, factor, 1)
+    inv_freq, scaling = scheme(rope, factor, 1)
 
     def same(length: int) -> bool:
-        other, other_scaling = scheme(spec, factor, length)
+        other, other_scaling = scheme(rope, factor, length)
         return torch.equal(other, inv_freq) and other_scaling == scaling
 
     if same(limit):
@@ -220,9 +220,9 @@ def check_scheme_for(scheme, info) -> None:
     if scheme.one_table_per_layer and inv_freq is not None:
         # options that leave every frequency of this model where it is (a wavelength_low beyond its longest
         # wavelength) make every schedule the unpatched model: a search of nothing
-        spec = RopeSpec(inv_freq.float(), 1.0, int(info.trained_context or 2048), rope_theta=float(info.rope_theta))
-        stock, moved = scheme(spec, [1.0] * scheme.n_bands if scheme.n_bands > 1 else 1.0, 1), \
-            scheme(spec, [1.5] * scheme.n_bands if scheme.n_bands > 1 else 1.5, 1)
+        rope = RopeParams(inv_freq.float(), 1.0, int(info.trained_context or 2048), rope_theta=float(info.rope_theta))
+        stock, moved = scheme(rope, [1.0] * scheme.n_bands if scheme.n_bands > 1 else 1.0, 1), \
+            scheme(rope, [1.5] * scheme.n_bands if scheme.n_bands > 1 else 1.5, 1)
         if torch.equal(stock[0], moved[0]) and stock[1] == moved[1]:
             options = ", ".join(f"{k}={v}" for k, v in scheme.config.items() if k != "name")
             raise LpesError(f"pos={scheme.config['name']} ({options or 'no options'}) changes no frequency of "

@@ -22,7 +22,7 @@ from ..errors import LpesError, one_form
 from ..exported.lpes_tables import cos_sin
 from ..hf import text_config
 from .bands import check_occupied, check_width, factor_key
-from .schemes import RopeSpec, check_factor
+from .schemes import RopeParams, check_factor
 
 # These rope types recompute their frequencies from the running length inside the rotary module; a
 # static copy of them would silently be wrong, so they are refused rather than patched.
@@ -37,7 +37,7 @@ class TableScheme(Protocol):
     config: dict
     n_bands: int
 
-    def __call__(self, spec: RopeSpec, factor, seq_len: int) -> tuple[torch.Tensor, float]: ...
+    def __call__(self, rope: RopeParams, factor, seq_len: int) -> tuple[torch.Tensor, float]: ...
 
 
 def _arch(model) -> str:
@@ -51,8 +51,8 @@ def _rope_params(config, layer_type: str | None) -> dict:
     return params
 
 
-def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list[RopeSpec]]:
-    """(decoder, its layers, one RopeSpec per layer) or a one-line error naming the architecture."""
+def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list[RopeParams]]:
+    """(decoder, its layers, one RopeParams per layer) or a one-line error naming the architecture."""
     decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
     rotary = getattr(decoder, "rotary_emb", None)
     layers = getattr(decoder, "layers", None)
@@ -63,15 +63,15 @@ def rope_layout(model) -> tuple[torch.nn.Module, Sequence[torch.nn.Module], list
     return decoder, layers, layer_specs(rotary, text_config(model.config), len(layers), _arch(model))
 
 
-def layer_specs(rotary: torch.nn.Module, config, n_layers: int, arch: str) -> list[RopeSpec]:
-    """One RopeSpec per decoder layer, read off a transformers rotary module built for ``config`` (the
+def layer_specs(rotary: torch.nn.Module, config, n_layers: int, arch: str) -> list[RopeParams]:
+    """One RopeParams per decoder layer, read off a transformers rotary module built for ``config`` (the
     model's own, or one built from the config alone where another engine runs the model)."""
     layer_types = getattr(config, "layer_types", None) if hasattr(rotary, "layer_types") else None
-    specs: dict[str, RopeSpec] = {}
+    ropes: dict[str, RopeParams] = {}
     out = []
     for idx in range(n_layers):
         key = layer_types[idx] if layer_types else "default"
-        if key not in specs:
+        if key not in ropes:
             params = _rope_params(config, key if layer_types else None)
             rope_type = params.get("rope_type", "default")
             if rope_type in _RUNTIME_ROPE_TYPES:
@@ -82,14 +82,14 @@ def layer_specs(rotary: torch.nn.Module, config, n_layers: int, arch: str) -> li
             if inv_freq is None:
                 inv_freq = getattr(rotary, f"{prefix}inv_freq")
             max_position = params.get("original_max_position_embeddings") or config.max_position_embeddings
-            specs[key] = RopeSpec(
+            ropes[key] = RopeParams(
                 inv_freq=inv_freq.detach().float().cpu(),
                 attention_scaling=float(getattr(rotary, f"{prefix}attention_scaling")),
                 max_position=int(max_position),
                 rope_theta=float(params.get("rope_theta") or getattr(config, "rope_theta", 10000.0)),
                 key=key,
             )
-        out.append(specs[key])
+        out.append(ropes[key])
     return out
 
 
@@ -110,15 +110,15 @@ def validate_factors(factors: Sequence, n_layers: int) -> list:
     return values
 
 
-def check_bands_fit(scheme, specs: Sequence[RopeSpec], factors) -> None:
+def check_bands_fit(scheme, ropes: Sequence[RopeParams], factors) -> None:
     """A band-wise schedule's width matches the scheme's bands, and every band holds a rotary dimension of
     the model (a factor of an empty band would change nothing; a search would spend genes on it)."""
     bands = scheme.config.get("bands")  # set only on a banded scheme
     for width in {len(f) for f in factors if isinstance(f, tuple)}:  # validate_factors: one width at most
         check_width(width, bands, f"pos={scheme.config['name']}")
     if bands:
-        for spec in {spec.key: spec for spec in specs}.values():
-            check_occupied(spec.inv_freq, bands, "this model")
+        for rope in {rope.key: rope for rope in ropes}.values():
+            check_occupied(rope.inv_freq, bands, "this model")
 
 
 class PatchHandle:
@@ -143,17 +143,17 @@ class LayerScaling(PatchHandle):
     """One RoPE table per layer factor, swapped in by pre-hooks on the decoder layers."""
 
     def __init__(self, model, factors: Sequence[float], scheme: TableScheme):
-        decoder, layers, specs = rope_layout(model)
+        decoder, layers, ropes = rope_layout(model)
         self.factors = validate_factors(factors, len(layers))
-        check_bands_fit(scheme, specs, self.factors)
+        check_bands_fit(scheme, ropes, self.factors)
         self.scheme = scheme
-        self._specs = specs
+        self._ropes = ropes
         self._tables: dict[tuple, tuple | None] = {}  # by (layer type, factor)
         # scheme results by (layer type, factor, effective length): kept across forwards, so a decoding
         # step (one new position) only builds its small cos/sin rows
         self._freqs: dict[tuple, tuple[torch.Tensor, float] | None] = {}
         # layers sharing a table; a table is dropped after its last layer so that at most one is alive
-        self._uses = Counter((spec.key, factor) for spec, factor in zip(specs, self.factors))
+        self._uses = Counter((rope.key, factor) for rope, factor in zip(ropes, self.factors))
         self._left: Counter = Counter()
         self._seq_len: int | None = None
         self._handles = [
@@ -171,15 +171,15 @@ class LayerScaling(PatchHandle):
         self._reset(module, args)  # free the tables between forwards
 
     def _table(self, idx: int, position_ids: torch.Tensor, own: tuple[torch.Tensor, torch.Tensor]):
-        spec, factor = self._specs[idx], self.factors[idx]
-        key = (spec.key, factor)
+        rope, factor = self._ropes[idx], self.factors[idx]
+        key = (rope.key, factor)
         if key not in self._tables:
             if self._seq_len is None:
                 self._seq_len = int(position_ids.max()) + 1
             if position_ids.shape[-1] <= _BATCHED_POSITIONS:
                 self._tables.update(self._all_tables(position_ids, own[0].dtype))
             else:
-                freqs = self._frequencies(spec, factor)
+                freqs = self._frequencies(rope, factor)
                 self._tables[key] = None if freqs is None else rotary_tables(position_ids, *freqs, own[0].dtype)
         self._left[key] -= 1
         return self._tables[key] if self._left[key] > 0 else self._tables.pop(key)
@@ -188,8 +188,8 @@ class LayerScaling(PatchHandle):
         """Every remaining factor's cos/sin of a short forward (a decoding step) in one batched pass: one
         factor at a time, 30 tiny tables cost more in Python and kernel launches than the step's RoPE.
         Same elementwise operations as ``rotary_tables``, so the values are identical."""
-        spec_of = {(spec.key, factor): spec for spec, factor in zip(self._specs, self.factors)}
-        freqs = {key: self._frequencies(spec_of[key], key[1]) for key in self._uses if self._left[key] > 0}
+        rope_of = {(rope.key, factor): rope for rope, factor in zip(self._ropes, self.factors)}
+        freqs = {key: self._frequencies(rope_of[key], key[1]) for key in self._uses if self._left[key] > 0}
         tables: dict = {key: None for key, f in freqs.items() if f is None}
         by_size: dict[int, list] = {}
         for key, f in freqs.items():
@@ -202,14 +202,14 @@ class LayerScaling(PatchHandle):
             tables.update({k: (cos[i], sin[i]) for i, k in enumerate(keys)})
         return tables
 
-    def _frequencies(self, spec: RopeSpec, factor: float) -> tuple[torch.Tensor, float] | None:
+    def _frequencies(self, rope: RopeParams, factor: float) -> tuple[torch.Tensor, float] | None:
         """The scheme's (inv_freq, scaling) for this layer, or None where they are the model's own.
         Schemes may depend on the length only beyond the trained window (see ``contract.BoundScheme``), so
         every length inside it shares one entry."""
-        key = (spec.key, factor, max(self._seq_len, spec.max_position))
+        key = (rope.key, factor, max(self._seq_len, rope.max_position))
         if key not in self._freqs:
-            inv_freq, scaling = self.scheme(spec, factor, self._seq_len)
-            own = torch.equal(inv_freq, spec.inv_freq) and scaling == spec.attention_scaling
+            inv_freq, scaling = self.scheme(rope, factor, self._seq_len)
+            own = torch.equal(inv_freq, rope.inv_freq) and scaling == rope.attention_scaling
             self._freqs[key] = None if own else (inv_freq, scaling)
         return self._freqs[key]
 
@@ -246,15 +246,15 @@ class TracedScaling(PatchHandle):
     compute the same tables for a traced factor as for the float it holds."""
 
     def __init__(self, model, factors: torch.Tensor, scheme: TableScheme):
-        decoder, layers, self._specs = rope_layout(model)
+        decoder, layers, self._ropes = rope_layout(model)
         if factors.dim() not in (1, 2) or factors.shape[0] != len(layers):
             raise LpesError(f"got {tuple(factors.shape)} factors for a model with {len(layers)} decoder layers")
-        check_bands_fit(scheme, self._specs, [tuple(row) if factors.dim() == 2 else 1.0 for row in factors.tolist()])
+        check_bands_fit(scheme, self._ropes, [tuple(row) if factors.dim() == 2 else 1.0 for row in factors.tolist()])
         self.factors, self.scheme = factors, scheme
         self._handles = layer_hooks(layers, self._table)
 
     def _table(self, idx: int, position_ids: torch.Tensor, own):
-        inv_freq, scaling = self.scheme(self._specs[idx], self.factors[idx], int(position_ids.max()) + 1)
+        inv_freq, scaling = self.scheme(self._ropes[idx], self.factors[idx], int(position_ids.max()) + 1)
         return rotary_tables(position_ids, inv_freq, scaling, own[0].dtype)
 
 

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..evaluation.comparison import Comparison
-from ..evaluation.fitness import Outcome
+from ..judging.comparison import Comparison
+from ..judging.fitness import Outcome
 from ..position.bands import factors_json
 from .plots import plot_by_position, plot_factors, plot_pareto, plot_progress
 

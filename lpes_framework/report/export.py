@@ -29,13 +29,13 @@ def layer_tables(model, handle) -> dict:
     """Each layer's (inv_freq, cos/sin scaling) as one fixed table (``position.fixed_table``), None where it is
     the model's own; ``window``: the longest input all tables hold for (checked up to twice the trained window),
     and whether the scheme changes them with the length at all (then the modeling file stops at ``window``)."""
-    _, _, specs = rope_layout(model)
+    _, _, ropes = rope_layout(model)
     inv, scales, window = [], [], None
-    limit = 2 * max(s.max_position for s in specs)
-    for spec, factor in zip(specs, handle.factors):
-        inv_freq, scaling, holds = fixed_table(handle.scheme, spec, factor, limit)
+    limit = 2 * max(s.max_position for s in ropes)
+    for rope, factor in zip(ropes, handle.factors):
+        inv_freq, scaling, holds = fixed_table(handle.scheme, rope, factor, limit)
         window = holds if window is None else min(window, holds)
-        own = torch.equal(inv_freq, spec.inv_freq) and scaling == spec.attention_scaling
+        own = torch.equal(inv_freq, rope.inv_freq) and scaling == rope.attention_scaling
         inv.append(None if own else inv_freq.float().tolist())
         scales.append(float(scaling))
     return {"inv_freq": inv, "scaling": scales, "window": window, "length_dependent": window < limit}

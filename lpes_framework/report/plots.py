@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..evaluation.results import PositionStats, Scores  # noqa: E402
+from ..judging.results import PositionStats, Scores  # noqa: E402
 from ..position.bands import factor_table  # noqa: E402
 from ..tasks.base import WHOLE_TEXT, whole_text  # noqa: E402
 

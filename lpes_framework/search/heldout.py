@@ -9,13 +9,13 @@ hour, on the fixed search split as on the held-out ones), and each distinct sche
 from __future__ import annotations
 
 from ..errors import LpesError
-from ..evaluation.comparison import Comparison
-from ..evaluation.results import rows_from_json, rows_to_json
+from ..judging.comparison import Comparison
+from ..judging.results import rows_from_json, rows_to_json
 from ..execution import Job
 from ..io.store import JsonLog, RunStore, cache_key, read_rows
 
 
-class RunRows:
+class SplitRows:
     def __init__(self, log: JsonLog, sample_sets: dict, splits: tuple, every: int, whole: bool):
         """Rows of schedules scored on ``splits``, kept in ``log`` a run of ``every`` draws a record (0: a
         schedule whole); ``whole``: whether a schedule scored in one run is written too (False where the caller
@@ -97,7 +97,7 @@ class HeldOut:
         ``unpatched(factors, split)``: whether a schedule is the unpatched model on that split; ``every``:
         draws a record (0: a method whole)."""
         self.regime, self.unpatched = regime, unpatched
-        self.kept = RunRows(store.heldout, sample_sets, ("validation", "test"), every, whole=True)
+        self.kept = SplitRows(store.heldout, sample_sets, ("validation", "test"), every, whole=True)
 
     def load(self) -> None:
         self.kept.load()

@@ -3,10 +3,10 @@ multi-objective optimizer, report.md and the plots; and the summary it prints an
 
 from __future__ import annotations
 
-from ..evaluation.comparison import effect_lines, format_intervals, format_lengths, format_table
-from ..evaluation.fitness import outcome
-from ..evaluation.results import scores_to_json
-from ..evaluation.selection import candidate_name
+from ..judging.comparison import effect_lines, format_intervals, format_lengths, format_table
+from ..judging.fitness import outcome
+from ..judging.results import scores_to_json
+from ..judging.selection import candidate_name
 from ..model.factors_file import factors_record
 from ..io.atomic import write_json_atomic
 from ..report.artifacts import SearchSummary, write_artifacts
@@ -25,7 +25,7 @@ def write_result(search, choice, factors, test, uniform_name: str, uniform: floa
                "test": {n: {"outcome": test_outcomes[n], "scores": scores_to_json(sc)} for n, sc in methods.items()},
                "intervals": test.as_json()["intervals"]}
     record = factors_record(model=s.info.as_dict(), scheme=s.scheme_cfg, factors=factors, curve=s.curve.settings(),
-                            genome=choice.genome, metrics=metrics, task=s.task_specs[s.cfg.task.name])
+                            genome=choice.genome, metrics=metrics, task=s.task_configs[s.cfg.task.name])
     write_json_atomic(s.out / "best_factors.json", record | {"run": s.spec.as_json()})
     front = s.optimizer.front()
     if front:

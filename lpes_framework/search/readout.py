@@ -62,7 +62,7 @@ def genome_text(genome: list[float]) -> str:
 
 def pull_lines(run: Path) -> list[str]:
     """``lpes analysis pulls``: each task's part of a gradient search's steps, by band and depth thirds."""
-    from ..evaluation.pulls import mean_pulls, pull_table
+    from ..judging.pulls import mean_pulls, pull_table
 
     steps = [r["task_gradients"] for r in read_evaluations(run / "evaluations.jsonl")
              if r["kind"] == "step" and r.get("task_gradients")]

@@ -17,12 +17,12 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
-from ..config import plain, prepare, scoring_regime, task_specs
+from ..config import plain, prepare, scoring_regime, task_configs
 from ..errors import LpesError
-from ..evaluation.comparison import uniform_method_name
-from ..evaluation.fitness import FitnessWeights, Outcome, outcome, task_scales
-from ..evaluation.results import by_position, scores_from_json, scores_to_json
-from ..evaluation.selection import candidate_name, select
+from ..judging.comparison import uniform_method_name
+from ..judging.fitness import FitnessWeights, Outcome, outcome, task_scales
+from ..judging.results import by_position, scores_from_json, scores_to_json
+from ..judging.selection import candidate_name, select
 from ..execution import GradientJob, build_executor, encode_splits
 from ..io.spec import KEY, RunSpec, file_digests
 from ..io.store import RunLock, RunStore, cache_key
@@ -36,7 +36,7 @@ from ..position.curves import build_curve, uniform_scaling
 from ..registry import EXECUTORS, LOGGERS
 from ..report.loggers import build_logger
 from ..tasks import SPLITS, TASKS
-from .heldout import HeldOut, RunRows
+from .heldout import HeldOut, SplitRows
 from .outputs import write_result
 from .resume import restore
 from .reuse import fixed_split_scores, other_runs
@@ -49,7 +49,7 @@ class Search:
         self.model_id = identify(cfg.model)  # the model's identity, from its config alone
         self.scheme_cfg = resolve_bands(plain(cfg.pos), self.model_id)
         self.scheme = build_scheme(self.scheme_cfg)  # bad options are refused now
-        specs = task_specs(cfg)
+        specs = task_configs(cfg)
         self.weights = FitnessWeights(**plain(cfg.fitness))
         check_scheme_for(self.scheme, self.model_id)
         config = plain(cfg)
@@ -71,7 +71,7 @@ class Search:
         if self.optimizer.objectives == 2 and not any(t.metric == "perplexity" for t in self.tasks.values()):
             specs["perplexity"] = {"seed": int(cfg.seed)} | plain(cfg.perplexity_task)
             self.tasks["perplexity"] = TASKS.build(specs["perplexity"])
-        self.task_specs = specs
+        self.task_configs = specs
         few = [k for k, t in self.tasks.items() if t.max_ratio is None and t.samples_per_position < 2]
         if self.weights.normalise and few:
             raise LpesError(f"fitness.normalise divides each task's term by its spread over samples: tasks {few} "
@@ -90,7 +90,7 @@ class Search:
         # in one folder cannot both pass it and interleave their records
         self.lock = RunLock(self.out).acquire()
         self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched, every=int(cfg.record_every))
-        self.fixed = RunRows(self.store.search_rows, self.sample_sets, ("search",), int(cfg.record_every), whole=False)
+        self.fixed = SplitRows(self.store.search_rows, self.sample_sets, ("search",), int(cfg.record_every), whole=False)
         self.executor = None  # started by setup()
         self.log: list[dict] = []
         try:
@@ -160,7 +160,7 @@ class Search:
     def setup(self, loaded=None) -> None:
         """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
         reused) and score the unpatched baseline."""
-        self.executor = build_executor(self.executor_cfg, plain(self.cfg), self.task_specs, SPLITS,
+        self.executor = build_executor(self.executor_cfg, plain(self.cfg), self.task_configs, SPLITS,
                                        sample_sets=self.sample_sets, loaded=loaded)
         self.info = self.executor.info
         if not self.store.evaluations.exists():  # first before any score, so a resume is checked against it
@@ -177,7 +177,7 @@ class Search:
     def score(self, candidates: list[tuple]) -> list[dict]:
         """Evaluation records on the search split of ``(factors or None, kind, genome or None)``, from the
         cache where done before, or from another search's log (``reuse``); the rest go to the executor and are
-        written in this order (their runs of draws kept in search_rows.jsonl as they finish, see ``RunRows``).
+        written in this order (their runs of draws kept in search_rows.jsonl as they finish, see ``SplitRows``).
         A schedule that is the unpatched model (all ones under a scheme whose factor 1 is the identity) takes the baseline's
         scores instead of a second identical run."""
         keys = [cache_key(factors, self.regime) for factors, _, _ in candidates]

@@ -96,7 +96,7 @@ class Task:
     # retrieval tasks report accuracy; perplexity reports exp(-mean log-prob)
     metric = "accuracy"
     # a search guard instead of a reward: a perplexity ratio to unpatched above which a candidate is
-    # penalised (perplexity tasks set it; evaluation.fitness and the gradient objective read it)
+    # penalised (perplexity tasks set it; judging.fitness and the gradient objective read it)
     max_ratio: float | None = None
     # options added after runs were recorded, at the value that behaves as before the option existed: left out of
     # the cache key, so that those runs keep their keys (``settings``)

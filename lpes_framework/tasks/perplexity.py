@@ -8,7 +8,7 @@ Each window is one sample whose whole continuation (after the first token) is sc
 perplexity = exp(-mean token log-prob). ``score_from: k`` scores only the tokens from position k on, the
 rest being context: the perplexity beyond a model's trained window given everything before it (the
 extrapolation search's fitness; ``analysis buckets`` wants whole windows). ``max_ratio`` makes the task a
-guard in a search's fitness instead of a reward (``evaluation.fitness``).
+guard in a search's fitness instead of a reward (``judging.fitness``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class Perplexity(Task):
     @property
     def max_ratio(self) -> float | None:
         """The search's guard: a perplexity ratio to unpatched above which a candidate is penalised, and
-        below which this task adds nothing to the fitness (``evaluation.fitness``); None rewards the log-prob."""
+        below which this task adds nothing to the fitness (``judging.fitness``); None rewards the log-prob."""
         return self._max_ratio
 
     @property

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..evaluation.positions import end_positions, middle_positions
+from ..judging.positions import end_positions, middle_positions
 from ..tasks.base import WHOLE_TEXT
 
 

@@ -25,9 +25,9 @@ from omegaconf import DictConfig, open_dict
 
 from ..config import number, plain, prepare
 from ..errors import LpesError, whole
-from ..evaluation.pulls import mean_pulls, pull_table
-from ..evaluation.results import paired
-from ..evaluation.sample_size import MIN_DRAWS, check_request, sample_size
+from ..judging.pulls import mean_pulls, pull_table
+from ..judging.results import paired
+from ..judging.sample_size import MIN_DRAWS, check_request, sample_size
 from ..io.spec import differences
 from ..io.store import JsonLog, RunLock, read_json
 from ..matrix import column_rows, column_task, file_cells, labelled, read_columns, verdict

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..compare.methods import file_method_names
+from ..evaluate.methods import file_method_names
 from ..errors import LpesError
 from ..io.store import cache_key, read_results
 from ..model.factors_file import load_factors

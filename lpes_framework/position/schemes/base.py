@@ -1,4 +1,4 @@
-"""Position schemes: pure functions (rope spec, layer factor, sequence length) -> (inv_freq, attention scaling).
+"""Position schemes: pure functions (RoPE parameters, layer factor, sequence length) -> (inv_freq, attention scaling).
 
 One module per scheme (``@SCHEMES.plugin``); this module holds the maths they share. What the framework makes
 of a registered scheme and asks of it is ``position.contract``.
@@ -35,7 +35,7 @@ import torch
 from ...errors import LpesError, is_number
 
 @dataclass(frozen=True, eq=False)
-class RopeSpec:
+class RopeParams:
     """What a scheme needs to know about one layer's RoPE (read off the model by ``patch.rope_layout``)."""
 
     inv_freq: torch.Tensor  # the model's own frequencies, float32, shape (rotary_dim / 2,)
@@ -62,9 +62,9 @@ def wavelength_ramp(inv_freq: torch.Tensor, low: float | None, high: float | Non
     return ((wavelength - low) / (high - low)).clamp(0.0, 1.0)
 
 
-def scaled(spec: RopeSpec, per_dim: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
-    ramp = wavelength_ramp(spec.inv_freq, low, high)
-    return spec.inv_freq / (1 + (per_dim - 1) * ramp)
+def scaled(rope: RopeParams, per_dim: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    ramp = wavelength_ramp(rope.inv_freq, low, high)
+    return rope.inv_freq / (1 + (per_dim - 1) * ramp)
 
 
 # Beyond these a factor is a typo, not a schedule: 1e300 passes "finite" and overflows the first forward.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...registry import SCHEMES
-from .base import RopeSpec, as_factor, check_factor, is_one, scaled
+from .base import RopeParams, as_factor, check_factor, is_one, scaled
 
 
 def ntk_alpha(factor, seq_len: int, max_position: int) -> torch.Tensor:
@@ -21,20 +21,20 @@ def ntk_alpha(factor, seq_len: int, max_position: int) -> torch.Tensor:
 
 
 @SCHEMES.plugin
-def ntk(spec: RopeSpec, factor: float, seq_len: int, *, wavelength_low=None, wavelength_high=None):
+def ntk(rope: RopeParams, factor: float, seq_len: int, *, wavelength_low=None, wavelength_high=None):
     """Dynamic NTK with a per-layer base: base_l = base * alpha^(d / (d - 2)).
 
     In frequency terms dimension i (of d/2) is divided by alpha^(2i / (d - 2)): the highest frequency is
     untouched and the lowest is divided by alpha, which is why NTK degrades local order less than PI.
     """
     check_factor(factor)
-    alpha = ntk_alpha(factor, seq_len, spec.max_position)
+    alpha = ntk_alpha(factor, seq_len, rope.max_position)
     if is_one(alpha):
-        return spec.inv_freq, spec.attention_scaling
-    half = spec.inv_freq.numel()
+        return rope.inv_freq, rope.attention_scaling
+    half = rope.inv_freq.numel()
     exponent = torch.arange(half, dtype=torch.float32) * 2 / max(2 * half - 2, 1)
     per_dim = alpha.pow(exponent.double()).float()
-    return scaled(spec, per_dim, wavelength_low, wavelength_high), spec.attention_scaling
+    return scaled(rope, per_dim, wavelength_low, wavelength_high), rope.attention_scaling
 
 
 ntk.length_note = ("dynamic NTK: a layer factor below 1 is raised by its dynamic term as the input grows, and every "

@@ -8,7 +8,7 @@ import torch
 
 from ...errors import LpesError, is_number
 from ...registry import SCHEMES
-from .base import RopeSpec, as_factor, check_factor, straight_through, traced
+from .base import RopeParams, as_factor, check_factor, straight_through, traced
 
 
 def yarn_mscale(scale: float) -> float:
@@ -24,16 +24,16 @@ def _mscale(total: torch.Tensor):
     return straight_through(value, 0.1 * torch.log(total) + 1.0)
 
 
-def yarn_ramp(spec: RopeSpec, beta_fast: float, beta_slow: float, truncate: bool = True) -> torch.Tensor:
+def yarn_ramp(rope: RopeParams, beta_fast: float, beta_slow: float, truncate: bool = True) -> torch.Tensor:
     """Share of interpolation each rotary dimension takes under YaRN, ramped in dimension index as
     transformers does: dimension i turns ``L_train / (2 pi inv_freq_i)`` times over the trained window;
     those turning more than ``beta_fast`` times keep their frequency, fewer than ``beta_slow`` are
     interpolated fully."""
-    dim = 2 * spec.inv_freq.numel()
-    log_base = math.log(spec.rope_theta)
+    dim = 2 * rope.inv_freq.numel()
+    log_base = math.log(rope.rope_theta)
 
     def correction_dim(rotations: float) -> float:
-        return dim * math.log(spec.max_position / (rotations * 2 * math.pi)) / (2 * log_base)
+        return dim * math.log(rope.max_position / (rotations * 2 * math.pi)) / (2 * log_base)
 
     low, high = correction_dim(beta_fast), correction_dim(beta_slow)
     if truncate:
@@ -45,7 +45,7 @@ def yarn_ramp(spec: RopeSpec, beta_fast: float, beta_slow: float, truncate: bool
 
 
 @SCHEMES.plugin
-def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta_fast=32.0, beta_slow=1.0,
+def yarn(rope: RopeParams, factor: float, seq_len: int, *, global_factor=1.0, beta_fast=32.0, beta_slow=1.0,
          truncate=True, attention_factor=None):
     """YaRN with the layer factor inside it: s = global_factor * layer factor is YaRN's ``factor``.
 
@@ -62,14 +62,14 @@ def yarn(spec: RopeSpec, factor: float, seq_len: int, *, global_factor=1.0, beta
     check_factor(factor)
     check_factor(global_factor)
     total = as_factor(global_factor) * as_factor(factor)
-    dim = 2 * spec.inv_freq.numel()
-    pos_freqs = spec.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim)
+    dim = 2 * rope.inv_freq.numel()
+    pos_freqs = rope.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim)
     extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (total.to(pos_freqs.dtype) * pos_freqs)
-    keep = 1 - yarn_ramp(spec, beta_fast, beta_slow, truncate)
+    keep = 1 - yarn_ramp(rope, beta_fast, beta_slow, truncate)
     inv_freq = interpolation * (1 - keep) + extrapolation * keep
     if total.item() == 1.0 and attention_factor is None:
         # the model's own frequencies (a llama3-type model's are not rope_theta's), with the gradient of
         # the blend where the factor is traced
-        return straight_through(spec.inv_freq, inv_freq), spec.attention_scaling
+        return straight_through(rope.inv_freq, inv_freq), rope.attention_scaling
     scale = _mscale(total) if attention_factor is None else float(attention_factor)
-    return inv_freq, spec.attention_scaling * scale
+    return inv_freq, rope.attention_scaling * scale

@@ -71,7 +71,7 @@ class HeadwiseScaling(PatchHandle):
     """Handle of an installed Ms-PoE patch."""
 
     def __init__(self, model, factors, scheme: MsPoE):
-        decoder, layers, specs = rope_layout(model)
+        decoder, layers, ropes = rope_layout(model)
         self.factors = validate_factors(factors, len(layers))
         self.scheme = scheme
         config = model.config.get_text_config()
@@ -81,7 +81,7 @@ class HeadwiseScaling(PatchHandle):
         if not (hasattr(attn, "q_proj") and hasattr(attn, "k_proj")) or hasattr(attn, "q_norm"):
             raise LpesError(f"mspoe: {type(model).__name__} has fused or normalised q/k projections; not supported")
         self.ratios = scheme.group_ratios(model, n_groups, len(layers)) * torch.tensor(self.factors)[:, None]
-        self._specs, self._heads, self._groups = specs, n_heads, n_groups
+        self._ropes, self._heads, self._groups = ropes, n_heads, n_groups
         self._position_ids = None
         self._handles = []
         for idx, layer in enumerate(layers):
@@ -96,15 +96,15 @@ class HeadwiseScaling(PatchHandle):
         return args, kwargs
 
     def _rotate(self, idx: int, n_heads: int):
-        spec = self._specs[idx]
+        rope = self._ropes[idx]
         per_head = self.ratios[idx].repeat_interleave(n_heads // self._groups)
 
         def hook(module, args, out):
             b, length, _ = out.shape
             x = out.view(b, length, n_heads, -1)
-            inv = spec.inv_freq[None, :] / per_head[:, None]  # (heads, rotary_dim / 2)
+            inv = rope.inv_freq[None, :] / per_head[:, None]  # (heads, rotary_dim / 2)
             cos, sin = rotary_tables(self._position_ids[:, :, None], inv[None, None].to(out.device),
-                                     spec.attention_scaling, out.dtype)
+                                     rope.attention_scaling, out.dtype)
             rot = cos.shape[-1]  # partial rotary models rotate only the first dimensions
             x_rot = x[..., :rot] * cos + rotate_half(x[..., :rot]) * sin
             return torch.cat((x_rot, x[..., rot:]), dim=-1).view(b, length, -1)

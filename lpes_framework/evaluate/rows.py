@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import LpesError
-from ..evaluation.results import by_sample, rows_from_json
+from ..judging.results import by_sample, rows_from_json
 from ..io.spec import KEY
 from ..io.store import cache_key, read_rows
 from ..scoring.base import ScoreRow

@@ -8,12 +8,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..errors import LpesError
-from ..evaluation.fitness import FitnessWeights, task_score
-from ..evaluation.results import scores_from_json
+from ..judging.fitness import FitnessWeights, task_score
+from ..judging.results import scores_from_json
 from ..io.spec import read_spec
 from ..io.store import read_evaluations, read_results
 from ..model.factors_file import factors_record, load_factors
-from ..config import plain, task_specs
+from ..config import plain, task_configs
 
 
 def _records(run: Path, kind: str) -> list[dict]:
@@ -47,7 +47,7 @@ def best_candidate(run: Path, uniform: bool = False) -> dict:
     scheme_cfg = resolve_bands(plain(cfg.pos), info)
     curve = build_curve(plain(cfg.curve), layers, n_bands=layer_width(build_scheme(scheme_cfg), info))
     return factors_record(model=model, scheme=scheme_cfg, factors=best["factors"], curve=curve.settings(),
-                          genome=best["genome"], task=task_specs(cfg)[cfg.task.name],
+                          genome=best["genome"], task=task_configs(cfg)[cfg.task.name],
                           metrics={"search": best["outcome"]}) | {"run": spec.as_json()}
 
 
@@ -128,7 +128,7 @@ def held_to(path: Path, length: int) -> dict:
 
     from ..position import build_scheme, fixed_table
     from ..position.bands import default_inv_freq, factor_table
-    from ..position.schemes.base import RopeSpec
+    from ..position.schemes.base import RopeParams
 
     record = load_factors(path)
     model = record["model"]
@@ -139,7 +139,7 @@ def held_to(path: Path, length: int) -> dict:
         raise LpesError(f"{path}: its model block gives no trained_context (written before it was recorded), so "
                         "where the scheme's tables start to move is unknown")
     trained = int(model["trained_context"])
-    spec = RopeSpec(inv_freq=inv_freq.float(), attention_scaling=1.0, max_position=trained,
+    spec = RopeParams(inv_freq=inv_freq.float(), attention_scaling=1.0, max_position=trained,
                     rope_theta=float(model["rope_theta"]))
     scheme = build_scheme(record["scheme"])
     table = factor_table(record["factors"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import number, plain
 from ..errors import LpesError
-from ..evaluation.comparison import uniform_method_name
+from ..judging.comparison import uniform_method_name
 from ..model.presets import is_preset
 from ..model.factors_file import load_checked
 from ..position import build_scheme, check_scheme_for, layer_width, validate_factors

@@ -11,7 +11,7 @@ _DTYPES = {"float32", "bfloat16", "float16", "auto"}
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSettings:
     """The ``model`` config group, parsed and checked once (its YAML holds every default)."""
 
     name: str
@@ -25,8 +25,8 @@ class ModelSpec:
     random: Any = None  # {model_type, seed, **config options}: a randomly initialised model (tests)
 
     @classmethod
-    def of(cls, cfg) -> "ModelSpec":
-        if isinstance(cfg, ModelSpec):
+    def of(cls, cfg) -> "ModelSettings":
+        if isinstance(cfg, ModelSettings):
             return cfg
         from omegaconf import DictConfig, OmegaConf
 
@@ -38,9 +38,9 @@ class ModelSpec:
         missing = sorted(f.name for f in fields(cls) if f.name not in data and f.name != "random")
         if missing:
             raise LpesError(f"model: missing {', '.join(missing)} (start from conf/model/smollm2.yaml)")
-        spec = cls(**data)
-        if spec.dtype not in _DTYPES:
-            raise LpesError(f"model.dtype '{spec.dtype}' is not one of {sorted(_DTYPES)}")
-        if spec.attn_implementation not in {"sdpa", "eager"}:
-            raise LpesError(f"model.attn_implementation '{spec.attn_implementation}' is not sdpa or eager")
-        return spec
+        settings = cls(**data)
+        if settings.dtype not in _DTYPES:
+            raise LpesError(f"model.dtype '{settings.dtype}' is not one of {sorted(_DTYPES)}")
+        if settings.attn_implementation not in {"sdpa", "eager"}:
+            raise LpesError(f"model.attn_implementation '{settings.attn_implementation}' is not sdpa or eager")
+        return settings

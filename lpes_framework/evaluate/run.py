@@ -15,10 +15,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ..config import build_tasks, plain, prepare, scoring_regime, task_specs
+from ..config import build_tasks, plain, prepare, scoring_regime, task_configs
 from ..errors import LpesError
-from ..evaluation.comparison import Comparison, format_intervals, format_lengths, format_table
-from ..evaluation.results import rows_from_json, rows_to_json, scores_to_json
+from ..judging.comparison import Comparison, format_intervals, format_lengths, format_table
+from ..judging.results import rows_from_json, rows_to_json, scores_to_json
 from ..execution import Job, encode_splits
 from ..execution.local import LocalExecutor
 from ..io.spec import KEY, RunSpec
@@ -118,7 +118,7 @@ def _score_methods(cfg: DictConfig, out_dir: Path, tasks: dict, methods: dict, s
         runs = _runs(rest, int(cfg.record_every))
         # a method's runs one after another, so that each method is whole as early as it can be
         todo += [(Job(part, *jobs[name], draws=run), name) for name in names for run in runs]
-    executor = LocalExecutor(plain(cfg), task_specs(cfg), list(sample_sets), sample_sets=sample_sets)
+    executor = LocalExecutor(plain(cfg), task_configs(cfg), list(sample_sets), sample_sets=sample_sets)
     info = executor.info
     pending = {name for _, name in todo}
     extended = sum(bool(done[name]) for name in pending)

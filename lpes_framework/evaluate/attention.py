@@ -96,7 +96,7 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
             model: str | None = None) -> dict:
     from omegaconf import open_dict
 
-    from ..config import build_tasks, plain, prepare, task_specs
+    from ..config import build_tasks, plain, prepare, task_configs
     from ..io.spec import model_differences, read_spec
     from ..model.choice import check_task_reads_no_files, chosen_model
     from ..model.factors_file import load_checked
@@ -108,7 +108,7 @@ def analyse(run_dir: Path, factors: str | None = None, split: str = "test", samp
 
     spec = read_spec(run_dir)
     cfg = spec.cfg()
-    recorded_tasks = task_specs(cfg).values()
+    recorded_tasks = task_configs(cfg).values()
     if not any(t.get("name") != "perplexity" for t in recorded_tasks):
         raise LpesError(f"{run_dir}: the run scores no retrieval task, so there is no gold span to measure attention on")
     for task in recorded_tasks:
