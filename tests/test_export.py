@@ -229,6 +229,27 @@ def test_a_lock_that_cannot_be_taken_is_one_line(tmp_path, monkeypatch):
     assert mine.read_text() == "my notes"
 
 
+def test_a_preset_names_the_files_it_came_from_by_digest_not_by_path(tmp_path, monkeypatch):
+    from lpes_framework.io.atomic import file_digest
+    from lpes_framework.tune.ship import portable
+
+    monkeypatch.chdir(tmp_path)
+    start = Path("runs/search/start.json")
+    start.parent.mkdir(parents=True)
+    start.write_text("{}")
+    gguf = tmp_path / "weights.gguf"
+    gguf.write_bytes(b"GGUF")
+    record = {"held_to": {"from": str(start), "tokens": 8192},
+              "run": {"config": {"optimizer": {"start": str(start)}, "model": {"gguf_file": str(gguf)},
+                                 "task": {"name": "kv_retrieval", "path": None}}, "model": {"source": str(gguf)}}}
+    named = f"start.json blake2b:{file_digest(start)}"
+    assert portable(record) == {"held_to": {"from": named, "tokens": 8192},
+                                "run": {"config": {"optimizer": {"start": named}, "model": {"gguf_file": str(gguf)},
+                                                   "task": {"name": "kv_retrieval", "path": None}},
+                                        "model": {"source": str(gguf)}}}
+    assert portable("runs/gone/best_factors.json") == "runs/gone/best_factors.json"  # no file: nothing to digest
+
+
 def test_a_preset_is_made_from_a_run_and_its_heldout_retest(tmp_path):
     from lpes_framework.tune.ship import make_preset
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..evaluate.methods import file_method_names
 from ..errors import LpesError
+from ..io.atomic import file_digest, write_json_atomic
 from ..io.store import cache_key, read_results
 from ..model.factors_file import load_factors
-from ..io.atomic import write_json_atomic
 
 
 def with_evidence(record: dict, results: dict, found: str) -> dict:
@@ -40,6 +40,20 @@ def with_evidence(record: dict, results: dict, found: str) -> dict:
     return record | {"metrics": record["metrics"] | tested}
 
 
+def portable(value):
+    """``value`` with every string that names a file on this machine written as that file's name and digest
+    (``best_factors.json blake2b:...``): a preset travels, and a path into the run folders it was made in
+    (``runs/...``) would say where the evidence lay here, not what it was. Model blocks are left as they are: they
+    name the weights (a package's part, a hub name, a local GGUF), which the model's identity checks, not a run."""
+    if isinstance(value, dict):
+        return {k: v if k == "model" else portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable(v) for v in value]
+    if isinstance(value, str) and value and Path(value).is_file():
+        return f"{Path(value).name} blake2b:{file_digest(Path(value))}"
+    return value
+
+
 def make_preset(factors: str, heldout: Path, name: str, out: Path, replace: bool = False) -> Path:
     """``factors`` with the evidence of the evaluate folder ``heldout`` that re-tested it, as ``<out>/<name>.json``;
     an existing file there (a shipped preset) is replaced only with ``replace``."""
@@ -49,6 +63,7 @@ def make_preset(factors: str, heldout: Path, name: str, out: Path, replace: bool
                         "at most 100, not starting with '.' or '-')")
     record = load_factors(factors)
     preset = with_evidence(record, read_results(Path(heldout)), file_method_names([factors])[factors])
+    preset = preset | {k: portable(preset[k]) for k in ("metrics", "run") if k in preset}
     target = Path(out) / f"{name}.json"
     if (target.exists() or target.is_symlink()) and not replace:
         raise LpesError(f"{target} exists (a shipped or earlier preset); pass --replace to overwrite it")
