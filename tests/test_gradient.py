@@ -222,6 +222,35 @@ def test_sigkill_then_resume_continues_exactly(gradient_run, tmp_path):
             == json.loads((reference / "best_factors.json").read_text())["factors"])
 
 
+def test_a_later_search_takes_the_kept_unpatched_minibatches_and_finds_the_same(gradient_run, tmp_path, monkeypatch):
+    """reuse=[folder]: the unpatched rows of every minibatch come from the other run's minibatch_rows.jsonl (no
+    minibatch is scored unpatched), each written here with where it came from, and every step is the same; a kept
+    record changed in its file is refused before any weights load."""
+    from lpes_framework.execution.base import SampleSet
+    from lpes_framework.search import Search
+
+    scored = []
+    rows = SampleSet.rows
+    monkeypatch.setattr(SampleSet, "rows", lambda self, model, desc="eval": scored.append(desc) or rows(self, model, desc))
+    Search(compose_config("config", [*GRADIENT, f"reuse=[{gradient_run}]"]), tmp_path / "again").run()
+    assert "minibatch" not in scored
+    kept = read_jsonl(tmp_path / "again" / "minibatch_rows.jsonl")
+    assert len(kept) == 4 and all(r["reused_from"] == str(gradient_run) for r in kept)
+    strip = lambda rs: [{k: v for k, v in r.items() if not k.startswith("seconds") and k != "reused_from"}  # noqa: E731
+                        for r in rs]
+    mine, theirs = (read_jsonl(folder / "evaluations.jsonl")[1:] for folder in (tmp_path / "again", gradient_run))
+    assert strip(mine) == strip(theirs)  # after the run records (this one names the folder it reused)
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "evaluations.jsonl").write_text((gradient_run / "evaluations.jsonl").read_text())
+    records = read_jsonl(gradient_run / "minibatch_rows.jsonl")
+    records[1]["rows"]["kv_retrieval"] = records[1]["rows"]["kv_retrieval"][:-1]
+    (damaged / "minibatch_rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(LpesError, match=r"unpatched rows of minibatch draws \[\d+, \d+\] are not those draws' samples; "
+                                        "the file was changed: leave that folder out of reuse"):
+        Search(compose_config("config", [*GRADIENT, f"reuse=[{damaged}]"]), tmp_path / "third")
+
+
 def test_it_starts_from_a_factors_file_in_another_curve_space(tmp_path):
     from lpes_framework.model.factors_file import factors_record
     from lpes_framework.io.atomic import write_json_atomic

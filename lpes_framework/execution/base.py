@@ -55,6 +55,7 @@ class GradientJob:
     checkpoint_layers: bool = False  # recompute layer activations in the backward pass (long contexts)
     first: int = 0  # the split's first draw past the fixed search split (where each task's minibatch draws start)
     task_scales: dict = field(default_factory=dict)  # task -> factor on its term (``fitness.task_scales``)
+    baseline: dict | None = None  # the unpatched rows of these draws as JSON where kept (``search.minibatch``)
 
     def shares(self, n: int) -> list["GradientJob"]:
         """The job cut into at most ``n`` jobs over consecutive blocks of its draws."""
@@ -146,6 +147,19 @@ def encode_splits(cfg, tasks: dict, splits: Sequence[str], tokenizer=None, info=
             for split in splits}
 
 
+def kept_rows(kept: dict | None, minibatch) -> dict | None:
+    """The rows of ``kept`` (JSON, a whole job's) for ``minibatch``'s samples in its order (a Ray share takes
+    its own draws' rows), or None unless every sample has its row."""
+    from ..judging.results import rows_from_json
+
+    if not kept:
+        return None
+    by_sample = {(task, r.draw, str(r.position), r.length): r for task, rows in rows_from_json(kept).items() for r in rows}
+    rows = {task: [by_sample.get((task, e.sample.draw, str(e.sample.position), e.sample.length)) for e in items]
+            for task, items in minibatch.encoded.items()}
+    return None if any(r is None for per in rows.values() for r in per) else rows
+
+
 class Worker:
     """What a worker holds: the model, the encoded samples of every split, the schemes it was sent."""
 
@@ -202,7 +216,7 @@ class Worker:
         start = time.perf_counter()
         # a task of weight 0 (NSGA-II's perplexity objective) adds nothing to the objective: not scored
         minibatch = self.sample_sets[job.split].with_draws(job.draws, job.first, keep=lambda task: task.weight != 0)
-        baseline = minibatch.rows(self.model, desc="minibatch")
+        baseline = kept_rows(job.baseline, minibatch) or minibatch.rows(self.model, desc="minibatch")
         middle = time.perf_counter()
         coefficients = objective_coefficients(baseline, minibatch.tasks, FitnessWeights(**job.weights),
                                               job.per_position, job.task_scales)

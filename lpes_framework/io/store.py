@@ -275,6 +275,8 @@ class RunStore:
         # the fixed search split's rows of a schedule being scored, a run of draws a record (its scores go to
         # evaluations.jsonl when whole): a kill during a half-hour scoring re-scores only the run it interrupted
         self.search_rows = JsonLog(self.dir / "search_rows.jsonl")
+        # the unpatched rows of each gradient minibatch, by its draws (``search.minibatch``)
+        self.minibatch_rows = JsonLog(self.dir / "minibatch_rows.jsonl")
         self.checkpoint = self.dir / "checkpoint.json"
         self.legacy = self.dir / LEGACY_CHECKPOINT
 

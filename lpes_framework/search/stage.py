@@ -4,7 +4,7 @@ held out.
 Everything is checked (scheme options, curve bounds, tasks, optimizer settings, gene counts) before
 the model loads. Every optimizer runs in one loop (``optim.base``): ask, evaluate, tell, checkpoint.
 Candidates are scored by an executor (this process, or Ray workers); only this driver writes. Outputs
-land in the run folder: evaluations.jsonl, checkpoint.json, search_rows.jsonl, heldout.jsonl, best_factors.json,
+land in the run folder: evaluations.jsonl, checkpoint.json, search_rows.jsonl, minibatch_rows.jsonl, heldout.jsonl, best_factors.json,
 factors.png, progress.png, by_position.png (pareto.png for nsga2) and report.md.
 """
 
@@ -37,6 +37,7 @@ from ..registry import EXECUTORS, LOGGERS
 from ..report.loggers import build_logger
 from ..tasks import SPLITS, TASKS
 from .heldout import HeldOut, SplitRows
+from .minibatch import MinibatchRows
 from .outputs import write_result
 from .resume import restore
 from .reuse import fixed_split_scores, other_runs
@@ -91,6 +92,10 @@ class Search:
         self.lock = RunLock(self.out).acquire()
         self.heldout = HeldOut(self.store, self.sample_sets, self.regime, self._unpatched, every=int(cfg.record_every))
         self.fixed = SplitRows(self.store.search_rows, self.sample_sets, ("search",), int(cfg.record_every), whole=False)
+        self.minibatches = MinibatchRows(
+            self.store.minibatch_rows, cache_key(None, {**self.regime, "scheme": None, "rows": "minibatch"}),
+            lambda draws: self.sample_sets["search"].with_draws(draws, self.fixed_contexts,
+                                                                keep=lambda task: task.weight != 0))
         self.executor = None  # started by setup()
         self.log: list[dict] = []
         try:
@@ -137,7 +142,7 @@ class Search:
         self.heldout.load()
         self.fixed.load()
         # the logs are this run's: a line a kill cut short goes before new ones
-        for log in (self.store.evaluations, self.store.heldout, self.store.search_rows):
+        for log in (self.store.evaluations, self.store.heldout, self.store.search_rows, self.store.minibatch_rows):
             log.repair()
         if state is None:
             return  # no finished generation yet: the optimizer replays from the cache
@@ -156,6 +161,8 @@ class Search:
                     for task, items in self.sample_sets["search"].encoded.items()}
         self.borrowed = fixed_split_scores(others, self.spec, expected)
         self.heldout.borrow(others)
+        if self.gradient:
+            self.minibatches.load([store.minibatch_rows for store in others])
 
     def setup(self, loaded=None) -> None:
         """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
@@ -228,8 +235,10 @@ class Search:
         key = cache_key(genes, {**self.regime, "step": list(request.step), "draws": draws})
         if key not in self.cache:
             job = GradientJob(split="search", draws=tuple(draws), genes=tuple(float(g) for g in genes),
-                              per_position=len(draws), first=self.fixed_contexts, **self.gradient_settings)
+                              per_position=len(draws), first=self.fixed_contexts,
+                              baseline=self.minibatches.get(draws), **self.gradient_settings)
             result = self.executor.gradient(job)
+            self.minibatches.keep(draws, result.baseline)
             record = {"key": key, "kind": "step", "generation": self.optimizer.generation,
                       "restart": request.step[0], "genome": [float(g) for g in genes],
                       "factors": factors_json(self.curve.factors(genes)), "draws": draws,
