@@ -8,5 +8,6 @@ search, and the GA can search them too. A head's output enters the output projec
 its input columns, so a scale is applied by a pre-hook on ``o_proj`` and can be folded into its weight
 (``HeadScale.fold``): the folded model has exactly the original's operations. With ``base``, each layer's
 factor is that scheme's RoPE factors followed by the head scales: layer factors and head scales searched as
-one vector.
+one vector. ``pos=pear`` (``pear``, PEAR: arXiv 2409.19745) is the sparse variant: scales only on the
+suppression heads that a copying proxy task finds (``suppression``), every other head held at 1.
 """

@@ -44,6 +44,10 @@ class HeadScale(Scheme):
     def check_model(self, info) -> None:
         check_scheme_for(self.base, info)
 
+    def head_scales(self, table: torch.Tensor) -> torch.Tensor:
+        """The scales each layer's heads take, (layers, scale width), from a (layers, width) factors table."""
+        return table[:, self.base_width:]
+
     def install(self, model, factors) -> "HeadScaling":
         return HeadScaling(model, factors, self)
 
@@ -56,7 +60,7 @@ class HeadScale(Scheme):
         the hooked one does with the original's operations only. Its weights are changed for good."""
         layers, table = _table(model, factors, self)
         with torch.no_grad():
-            for layer, scales in zip(layers, table[:, self.base_width:]):
+            for layer, scales in zip(layers, self.head_scales(table)):
                 proj = layer.self_attn.o_proj
                 column = _per_column(scales, proj.in_features // len(scales))
                 proj.weight.mul_(column.to(proj.weight.dtype)[None, :])
@@ -116,13 +120,15 @@ class HeadScaling(PatchHandle):
             base = table[:, :width] if width > 1 else table[:, 0]
             self._rope = traced_layer_scaling(model, base, scheme.base) if traced else \
                 apply_layer_scaling(model, _base_factors(table, width), scheme.base)
-        self._handles = [layer.self_attn.o_proj.register_forward_pre_hook(self._hook(scales))
-                         for layer, scales in zip(layers, table[:, width:])]
+        self._handles = [layer.self_attn.o_proj.register_forward_pre_hook(self._hook(scheme, table, i))
+                         for i, layer in enumerate(layers)]
 
     @staticmethod
-    def _hook(scales: torch.Tensor):
+    def _hook(scheme: HeadScale, table: torch.Tensor, layer: int):
         def hook(module, args):
             (heads, *rest) = args  # (batch, tokens, heads x head_dim): the heads' outputs side by side
+            # taken from the table at every forward: a traced table's graph is then new for each backward
+            scales = scheme.head_scales(table)[layer]
             column = _per_column(scales, module.in_features // len(scales))
             return (heads * column.to(heads.dtype), *rest)
 
