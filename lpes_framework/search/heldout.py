@@ -15,50 +15,66 @@ from ..execution import Job
 from ..io.store import JsonLog, RunStore, cache_key, read_rows
 
 
-class SplitRows:
-    def __init__(self, log: JsonLog, sample_sets: dict, splits: tuple, every: int, whole: bool):
-        """Rows of schedules scored on ``splits``, kept in ``log`` a run of ``every`` draws a record (0: a
-        schedule whole); ``whole``: whether a schedule scored in one run is written too (False where the caller
-        keeps its scores elsewhere)."""
-        self.log, self.sample_sets, self.whole = log, sample_sets, whole
-        # a split's runs of draws, a record each ([None]: a schedule whole)
-        self.parts = {split: sample_sets[split].runs(every) if every else [None] for split in splits}
-        self.held: dict[tuple, dict] = {}  # (key, draws or None for the whole split) -> record
-        self.lent: dict[tuple, dict] = {}  # the same, of other runs (``borrow``)
+class KeptRows:
+    """The records of one rows log, this run's (``held``, read by ``load`` on a resume) and other runs' kept
+    under this run's keys (``lent``, from ``reuse``; their files are never touched), each checked by ``_key`` as
+    it is read, before any weights load."""
+
+    remedy = "delete it and resume=true scores them again"  # what to do about a damaged record of this run's
+
+    def __init__(self, log: JsonLog):
+        self.log = log
+        self.held: dict[tuple, dict] = {}
+        self.lent: dict[tuple, dict] = {}
 
     def load(self) -> None:
-        """The rows a killed run had finished, by key and run of draws, each checked now (before any weights
-        load) to cover exactly its split's samples of those draws. Records of runs cut otherwise (another
-        ``every``) are checked and left unused: their draws are scored again."""
-        self.held = self._read(self.log, "delete it and resume=true scores them again")
+        self.held = self._read(self.log, self.remedy)
 
     def borrow(self, logs: list[JsonLog]) -> None:
-        """Rows other runs (``reuse``) kept under this run's keys, checked as this run's own; taken where this
-        run would score them, and then written to its own log."""
+        """Records other runs kept under this run's keys, checked as this run's own; taken where this run would
+        score them, and then written to its own log."""
         for log in logs:
             # another run's file is never touched here: the way on is without it
             for found, record in self._read(log, "leave that folder out of reuse").items():
                 self.lent.setdefault(found, record | {"reused_from": str(log.path.parent)})
 
     def _read(self, log: JsonLog, remedy: str) -> dict[tuple, dict]:
-        held = {}
         if not log.exists():
-            return held
-        for record in read_rows(log.path):
-            split = record.get("split")
-            if split not in self.parts:
-                raise LpesError(f"{log.path}: a record of split {split!r}; only {' and '.join(self.parts)} rows "
-                                "are kept there")
-            draws = _draws(record.get("draws"), log.path)
-            samples = self.sample_sets[split]
-            want = _samples(samples if draws is None else samples.between(*draws))
-            rows = sorted((task, r.get("draw", 0), str(r["position"])) for task, per in record["rows"].items() for r in per)
-            if not want or rows != want:
-                span = "" if draws is None else f", draws {draws[0]}-{draws[1] - 1}"
-                raise LpesError(f"{log.path}: the rows of {record.get('method')} ({split}{span}) are not "
-                                f"the split's samples; the file was changed: {remedy}")
-            held[record["key"], draws] = record
-        return held
+            return {}
+        keyed = ((self._key(record, log.path, remedy), record) for record in read_rows(log.path))
+        return {key: record for key, record in keyed if key is not None}
+
+    def _key(self, record: dict, path, remedy: str) -> tuple | None:
+        """The record's key here once checked (None: a record of another run's kind, left unused)."""
+        raise NotImplementedError
+
+
+class SplitRows(KeptRows):
+    def __init__(self, log: JsonLog, sample_sets: dict, splits: tuple, every: int, whole: bool):
+        """Rows of schedules scored on ``splits``, kept in ``log`` a run of ``every`` draws a record (0: a
+        schedule whole); ``whole``: whether a schedule scored in one run is written too (False where the caller
+        keeps its scores elsewhere). Records of runs cut otherwise (another ``every``) are checked and left
+        unused: their draws are scored again."""
+        super().__init__(log)
+        self.sample_sets, self.whole = sample_sets, whole
+        # a split's runs of draws, a record each ([None]: a schedule whole)
+        self.parts = {split: sample_sets[split].runs(every) if every else [None] for split in splits}
+
+    def _key(self, record: dict, path, remedy: str) -> tuple:
+        """(key, draws or None for the whole split), once the record is checked to cover exactly its split's
+        samples of those draws."""
+        split = record.get("split")
+        if split not in self.parts:
+            raise LpesError(f"{path}: a record of split {split!r}; only {' and '.join(self.parts)} rows are kept there")
+        draws = _draws(record.get("draws"), path)
+        samples = self.sample_sets[split]
+        want = _samples(samples if draws is None else samples.between(*draws))
+        rows = sorted((task, r.get("draw", 0), str(r["position"])) for task, per in record["rows"].items() for r in per)
+        if not want or rows != want:
+            span = "" if draws is None else f", draws {draws[0]}-{draws[1] - 1}"
+            raise LpesError(f"{path}: the rows of {record.get('method')} ({split}{span}) are not "
+                            f"the split's samples; the file was changed: {remedy}")
+        return record["key"], draws
 
     def scored(self, executor, split: str, schedules: dict, desc: str):
         """(key, rows, seconds) of each of ``schedules`` (key -> (name, factors, scheme config)) on ``split``, in

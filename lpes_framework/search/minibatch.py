@@ -12,8 +12,9 @@ are; a changed or foreign file is refused in one line, never scored against."""
 from __future__ import annotations
 
 from ..errors import LpesError
-from ..io.store import JsonLog, read_rows
+from ..io.store import JsonLog
 from ..judging.results import rows_from_json, rows_to_json
+from .heldout import KeptRows
 
 
 def identities(sample_set) -> dict[str, list[tuple]]:
@@ -22,40 +23,29 @@ def identities(sample_set) -> dict[str, list[tuple]]:
                    for e in items] for task, items in sample_set.encoded.items()}
 
 
-class MinibatchRows:
+class MinibatchRows(KeptRows):
+    remedy = "delete it and resume=true scores those minibatches again"
+
     def __init__(self, log: JsonLog, key: str, minibatch):
         """``key``: the unpatched model's identity on the search split; ``minibatch(draws)``: the sample set of a
         gradient job's draws (tokenised only), against which a kept record is checked."""
-        self.log, self.key, self.minibatch = log, key, minibatch
-        self.held: dict[tuple, dict] = {}
-        self.lent: dict[tuple, dict] = {}
+        super().__init__(log)
+        self.key, self.minibatch = key, minibatch
 
-    def load(self, others: list[JsonLog]) -> None:
-        """This run's records, then those other runs kept under the same key (never written there)."""
-        self.held = self._read(self.log, "delete it and resume=true scores those minibatches again")
-        for log in others:
-            for draws, record in self._read(log, "leave that folder out of reuse").items():
-                self.lent.setdefault(draws, record | {"reused_from": str(log.path.parent)})
-
-    def _read(self, log: JsonLog, remedy: str) -> dict[tuple, dict]:
-        found = {}
-        if not log.exists():
-            return found
-        for record in read_rows(log.path):
-            if not isinstance(record, dict) or record.get("key") != self.key:
-                continue  # another model, task set or scoring: not this run's minibatches
-            draws = record.get("draws")
-            if not (isinstance(draws, list) and draws and all(isinstance(d, int) and not isinstance(d, bool)
-                                                              and d >= 0 for d in draws)):
-                raise LpesError(f"{log.path}: a record's draws are {draws!r}, not a list of draw numbers; the file "
-                                f"was changed: {remedy}")
-            rows = rows_from_json(record["rows"])  # read_rows checked them against the rows schema
-            have = {task: [(r.draw, str(r.position), r.length, r.tokens) for r in per] for task, per in rows.items()}
-            if have != identities(self.minibatch(tuple(draws))):
-                raise LpesError(f"{log.path}: the unpatched rows of minibatch draws {draws} are not those draws' "
-                                f"samples; the file was changed: {remedy}")
-            found[tuple(draws)] = record
-        return found
+    def _key(self, record: dict, path, remedy: str) -> tuple | None:
+        if record.get("key") != self.key:
+            return None  # another model, task set or scoring: not this run's minibatches
+        draws = record.get("draws")
+        if not (isinstance(draws, list) and draws and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                          for d in draws)):
+            raise LpesError(f"{path}: a record's draws are {draws!r}, not a list of draw numbers; the file was "
+                            f"changed: {remedy}")
+        rows = rows_from_json(record["rows"])  # read_rows checked them against the rows schema
+        have = {task: [(r.draw, str(r.position), r.length, r.tokens) for r in per] for task, per in rows.items()}
+        if have != identities(self.minibatch(tuple(draws))):
+            raise LpesError(f"{path}: the unpatched rows of minibatch draws {draws} are not those draws' samples; "
+                            f"the file was changed: {remedy}")
+        return tuple(draws)
 
     def get(self, draws) -> dict | None:
         """The kept rows (as JSON) of a job's draws, or None where they are to be scored."""
@@ -68,6 +58,6 @@ class MinibatchRows:
         if draws in self.held:
             return
         record = self.lent.pop(draws, None) or {"key": self.key, "method": "unpatched", "draws": list(draws),
-                                              "rows": rows_to_json(rows)}
+                                                "rows": rows_to_json(rows)}
         self.log.append(record)
         self.held[draws] = record

@@ -141,6 +141,7 @@ class Search:
         self.cache, state = restore(self.store, self.spec, self.optimizer.objectives)
         self.heldout.load()
         self.fixed.load()
+        self.minibatches.load()
         # the logs are this run's: a line a kill cut short goes before new ones
         for log in (self.store.evaluations, self.store.heldout, self.store.search_rows, self.store.minibatch_rows):
             log.repair()
@@ -162,7 +163,7 @@ class Search:
         self.borrowed = fixed_split_scores(others, self.spec, expected)
         self.heldout.borrow(others)
         if self.gradient:
-            self.minibatches.load([store.minibatch_rows for store in others])
+            self.minibatches.borrow([store.minibatch_rows for store in others])
 
     def setup(self, loaded=None) -> None:
         """Start the executor (which loads the model; locally ``loaded`` = (model, tokenizer, info) is
