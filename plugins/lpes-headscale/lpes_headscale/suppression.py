@@ -80,13 +80,15 @@ def head_effects(model, samples: list[tuple[list[int], int]], method: str = "gra
         with torch.no_grad(), scheme.install_traced(model, scales):
             return float(np.mean([float(copy_logprob(model, ids, start)) for ids, start in samples]))
 
+    from tqdm import tqdm
+
     base = mean_logprob(torch.ones(shape, dtype=torch.float64))
     effects = np.zeros(shape)
-    for layer in range(shape[0]):
-        for head in range(shape[1]):
-            scales = torch.ones(shape, dtype=torch.float64)
-            scales[layer, head] = 0.0
-            effects[layer, head] = mean_logprob(scales) - base
+    # a bar on a terminal, none in a log (its frames would be lines): a forward a head and sample
+    for layer, head in tqdm(np.ndindex(*shape), total=effects.size, desc="heads removed", disable=None):
+        scales = torch.ones(shape, dtype=torch.float64)
+        scales[layer, head] = 0.0
+        effects[layer, head] = mean_logprob(scales) - base
     return base, effects
 
 
