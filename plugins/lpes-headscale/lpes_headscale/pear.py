@@ -36,6 +36,7 @@ class Pear(HeadScale):
     def __init__(self, *, heads, base: dict | None = None):
         super().__init__(per="head", base=base)
         self.heads = listed_heads(heads)
+        self._masks: dict[tuple[int, int], torch.Tensor] = {}
 
     def check_model(self, info) -> None:
         super().check_model(info)
@@ -47,11 +48,17 @@ class Pear(HeadScale):
             raise LpesError(f"pear: heads {outside} are not in this model ({layers} layers of {n_heads} heads); "
                             "the list was found on another model")
 
+    def _listed(self, shape: tuple[int, int]) -> torch.Tensor:
+        """Which (layer, head) is listed, built once per table shape: the hooks ask at every forward."""
+        if shape not in self._masks:
+            self._check_fits(*shape)
+            listed = torch.zeros(shape, dtype=torch.bool)
+            for layer, head in self.heads:
+                listed[layer, head] = True
+            self._masks[shape] = listed
+        return self._masks[shape]
+
     def head_scales(self, table: torch.Tensor) -> torch.Tensor:
         """The listed heads' scales; every other head's is 1 whatever its gene holds."""
         scales = super().head_scales(table)
-        self._check_fits(*scales.shape)
-        listed = torch.zeros(scales.shape, dtype=torch.bool)
-        for layer, head in self.heads:
-            listed[layer, head] = True
-        return torch.where(listed, scales, torch.ones_like(scales))
+        return torch.where(self._listed(tuple(scales.shape)), scales, torch.ones_like(scales))
